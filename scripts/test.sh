@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The README's test command (`npm test`): type check, lint, unit tests, then every API test on the
+# embedded database (PGlite) and on PostgreSQL. Starts PostgreSQL when it is not running.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-all}"
+export TEST_PG_URL="${TEST_PG_URL:-postgres://postgres@127.0.0.1:5432}"
+concurrency="${TEST_CONCURRENCY:-2}"
+
+ensure_postgres() {
+  if pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then return 0; fi
+  echo "PostgreSQL is not answering on 127.0.0.1:5432; starting it"
+  if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    else
+      echo "PostgreSQL is not installed; install it or set TEST_PG_URL" >&2
+      return 1
+    fi
+  fi
+  version="$(ls /etc/postgresql | sort -V | tail -n 1)"
+  pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  for _ in $(seq 1 30); do
+    pg_isready -h 127.0.0.1 -p 5432 -q && return 0
+    sleep 1
+  done
+  echo "PostgreSQL did not start" >&2
+  return 1
+}
+
+run_unit() {
+  mapfile -t files < <(find src test/unit -name '*.test.ts' 2>/dev/null | sort)
+  [ "${#files[@]}" -eq 0 ] && return 0
+  echo "== unit tests"
+  node --import tsx --test --test-reporter=spec "${files[@]}"
+}
+
+run_api() {
+  local db="$1"
+  mapfile -t files < <(find test/api -name '*.test.ts' | sort)
+  echo "== API tests on ${db}"
+  TEST_DB="$db" node --import tsx test/support/prepare.ts
+  TEST_DB="$db" node --import tsx --test --test-concurrency="$concurrency" --test-reporter=spec "${files[@]}"
+}
+
+case "$mode" in
+  all)
+    npm run --silent typecheck
+    npm run --silent lint
+    run_unit
+    run_api pglite
+    ensure_postgres
+    run_api postgres
+    ;;
+  unit) run_unit ;;
+  api)
+    run_api pglite
+    ensure_postgres
+    run_api postgres
+    ;;
+  pglite) run_api pglite ;;
+  postgres)
+    ensure_postgres
+    run_api postgres
+    ;;
+  *)
+    echo "usage: scripts/test.sh [all|unit|api|pglite|postgres]" >&2
+    exit 2
+    ;;
+esac

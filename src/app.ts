@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { Database } from './db/client.js';
+import { Errors } from './errors.js';
+import { adminAuthHook, basicAuthHook, parseBasic } from './http/auth.js';
+import { errorHandler, notFoundHandler } from './http/error-handler.js';
+import type { RouteContext } from './http/route-context.js';
+import { accountsRoutes } from './modules/accounts/accounts.routes.js';
+import { adminRoutes } from './modules/admin/admin.routes.js';
+import { installsRoutes } from './modules/installs/installs.routes.js';
+import { sitesRoutes } from './modules/sites/sites.routes.js';
+import { healthRoutes, publicRoutes } from './modules/system/system.routes.js';
+import { usersRoutes } from './modules/users/users.routes.js';
+import { createServices } from './services.js';
+
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  clock: Clock;
+  /** The Bearer token of /admin/v1 (from config or generated into DATA_DIR). */
+  adminToken: string;
+  /** Pino options, or false for no logs (tests). */
+  logger?: FastifyServerOptions['logger'];
+  /** Shared rate-limit store (REDIS_URL). */
+  redis?: Redis;
+}
+
+type Hook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
+/** Appends an onRequest hook to every route of a scope, after hooks that plugins (rate limit) added. */
+function appendOnRequest(scope: FastifyInstance, hook: Hook) {
+  scope.addHook('onRoute', (route) => {
+    const existing = route.onRequest ? [route.onRequest].flat() : [];
+    route.onRequest = [...existing, hook] as typeof route.onRequest;
+  });
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The one place the HTTP application is assembled; everything comes in through `deps`. */
+export async function buildApp(deps: AppDeps) {
+  const { config, database, clock } = deps;
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: config.bodyLimitBytes,
+    // x-request-id is accepted (when well-formed) and echoed; otherwise a fresh uuid.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: {
+      customOptions: { allErrors: true, removeAdditional: 'all', coerceTypes: 'array', useDefaults: true },
+    },
+    routerOptions: { maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setErrorHandler(errorHandler);
+  // Only JSON bodies are accepted: anything else is a 415 (G1).
+  app.removeContentTypeParser('text/plain');
+  app.decorateRequest('caller', null);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Hostplane: Hosting Management Service Interface',
+        version: '1.0.0',
+        description: 'Sites, installs, domains, backups, transfers, users and usage of hosting accounts.',
+      },
+      servers: config.publicUrl ? [{ url: config.publicUrl }] : [],
+      components: {
+        securitySchemes: {
+          basicAuth: { type: 'http', scheme: 'basic' },
+          adminToken: { type: 'http', scheme: 'bearer' },
+        },
+      },
+      security: [{ basicAuth: [] }],
+    },
+  });
+
+  if (config.rateLimitPerMinute > 0) {
+    await app.register(rateLimit, {
+      global: true,
+      max: config.rateLimitPerMinute,
+      timeWindow: 60_000,
+      enableDraftSpec: true,
+      ...(deps.redis && { redis: deps.redis }),
+      // Fail open: when Redis is down, requests are served rather than refused (docs/decisions.md).
+      skipOnError: true,
+      // G9: per credential; requests without one are counted per client IP.
+      keyGenerator: (request) => {
+        const pair = parseBasic(request.headers.authorization);
+        return pair ? `cred:${pair.username}` : `ip:${request.ip}`;
+      },
+      allowList: (request) => request.url === '/healthz' || request.url === '/readyz',
+      errorResponseBuilder: (_request, context) =>
+        Errors.rateLimited(Math.max(1, Math.ceil(context.ttl / 1000))),
+    });
+  }
+
+  // Unknown routes: 404 JSON, rate limited like the rest (G9 headers on every response).
+  app.setNotFoundHandler(
+    config.rateLimitPerMinute > 0 ? { preHandler: app.rateLimit() } : {},
+    notFoundHandler,
+  );
+
+  const services = createServices({ config, database, clock });
+  const ctx: RouteContext = { config, services };
+
+  await app.register(healthRoutes(database.db));
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v1/swagger' } });
+  await app.register(
+    publicRoutes(
+      () => app.swagger(),
+      () => clock.now(),
+    ),
+    { prefix: '/v1' },
+  );
+
+  await app.register(
+    async (v1) => {
+      // Added per route, after the rate limiter's own hook, so failed logins are rate limited too.
+      appendOnRequest(v1, basicAuthHook(services.authenticator));
+      await v1.register(accountsRoutes(ctx));
+      await v1.register(usersRoutes(ctx));
+      await v1.register(sitesRoutes(ctx));
+      await v1.register(installsRoutes(ctx));
+    },
+    { prefix: '/v1' },
+  );
+
+  await app.register(
+    async (admin) => {
+      appendOnRequest(admin, adminAuthHook(deps.adminToken));
+      await admin.register(adminRoutes(ctx));
+    },
+    { prefix: '/admin/v1' },
+  );
+
+  return Object.assign(app, { services }) as typeof app & { services: typeof services };
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;
+export type { FastifyInstance };

@@ -1,0 +1,100 @@
+import { Errors } from '../errors.js';
+
+/** A1: the five account roles. */
+export const ROLES = ['owner', 'full', 'full,billing', 'partial', 'partial,billing'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** Everything a role may or may not do; checked once per route through the helpers below. */
+export type Action =
+  | 'account:read'
+  | 'users:read'
+  | 'users:manage'
+  | 'sites:create'
+  | 'sites:update'
+  | 'sites:delete'
+  | 'installs:create'
+  | 'installs:update'
+  | 'installs:delete'
+  | 'installs:read'
+  | 'installs:operate'
+  | 'transfers:manage'
+  | 'usage:account';
+
+const PARTIAL: Action[] = ['account:read', 'installs:read', 'installs:operate'];
+const FULL: Action[] = [
+  ...PARTIAL,
+  'users:read',
+  'users:manage',
+  'sites:create',
+  'sites:update',
+  'sites:delete',
+  'installs:create',
+  'installs:update',
+  'installs:delete',
+  'usage:account',
+];
+
+/** The role matrix (docs/conformance.md prints it); `,billing` adds billing actions (transfers) to full. */
+export const ROLE_MATRIX: Record<Role, ReadonlySet<Action>> = {
+  owner: new Set([...FULL, 'transfers:manage']),
+  full: new Set(FULL),
+  'full,billing': new Set([...FULL, 'transfers:manage']),
+  partial: new Set(PARTIAL),
+  'partial,billing': new Set(PARTIAL),
+};
+
+export interface Membership {
+  readonly accountId: string;
+  readonly roles: Role;
+  /** A2: for partial roles, the installs the member may see; null means every install of the account. */
+  readonly installIds: ReadonlySet<string> | null;
+}
+
+/** The authenticated caller, attached to each /v1 request by http/auth.ts. */
+export interface Caller {
+  readonly userId: string;
+  readonly username: string;
+  readonly memberships: ReadonlyMap<string, Membership>;
+}
+
+export function can(roles: Role, action: Action): boolean {
+  return ROLE_MATRIX[roles].has(action);
+}
+
+/** G4: the caller's membership of an account, or 404 (a foreign account is not revealed). */
+export function requireMember(caller: Caller, accountId: string): Membership {
+  const membership = caller.memberships.get(accountId);
+  if (!membership) throw Errors.notFound();
+  return membership;
+}
+
+/** G3/G4: 404 for a foreign account, 403 when the role does not allow the action. */
+export function requireAccount(caller: Caller, accountId: string, action: Action): Membership {
+  const membership = requireMember(caller, accountId);
+  if (!can(membership.roles, action)) throw Errors.forbidden();
+  return membership;
+}
+
+/** A2: whether a member sees an install (partial members only their install_ids). */
+export function seesInstall(membership: Membership, installId: string): boolean {
+  return membership.installIds === null || membership.installIds.has(installId);
+}
+
+/** G3/G4/A2: 404 when the install is invisible to the caller, 403 when the role does not allow the action. */
+export function requireInstall(
+  caller: Caller,
+  install: { id: string; account_id: string },
+  action: Action,
+): Membership {
+  const membership = caller.memberships.get(install.account_id);
+  if (!membership || !seesInstall(membership, install.id)) throw Errors.notFound();
+  if (!can(membership.roles, action)) throw Errors.forbidden();
+  return membership;
+}
+
+/** The account ids the caller belongs to (optionally only those where it may do `action`). */
+export function memberAccountIds(caller: Caller, action?: Action): string[] {
+  return [...caller.memberships.values()]
+    .filter((m) => !action || can(m.roles, action))
+    .map((m) => m.accountId);
+}

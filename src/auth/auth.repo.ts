@@ -1,0 +1,26 @@
+import { eq } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { credentials, membershipInstalls, memberships } from '../db/schema.js';
+
+export function findCredential(db: Db, username: string) {
+  return db
+    .select({ user_id: credentials.user_id, password_hash: credentials.password_hash })
+    .from(credentials)
+    .where(eq(credentials.username, username))
+    .limit(1)
+    .then((rows) => rows[0] ?? null);
+}
+
+export async function loadMemberships(db: Db, userId: string) {
+  const [rows, scoped] = [
+    await db
+      .select({ account_id: memberships.account_id, roles: memberships.roles })
+      .from(memberships)
+      .where(eq(memberships.user_id, userId)),
+    await db
+      .select({ account_id: membershipInstalls.account_id, install_id: membershipInstalls.install_id })
+      .from(membershipInstalls)
+      .where(eq(membershipInstalls.user_id, userId)),
+  ];
+  return { rows, scoped };
+}

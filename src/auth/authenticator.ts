@@ -1,0 +1,69 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/client.js';
+import type { Caller, Membership, Role } from './access.js';
+import { findCredential, loadMemberships } from './auth.repo.js';
+import { DUMMY_HASH_PROMISE, verifyPassword } from './passwords.js';
+
+export interface AuthenticatorOptions {
+  db: Db;
+  clock: Clock;
+  /** How long a verified pair and its memberships are reused; default 10 s. 0 disables the cache. */
+  cacheSeconds: number;
+  /** Most cached pairs; default 10,000. */
+  maxEntries?: number;
+}
+
+/**
+ * Verifies Basic credentials. A verified (username, password) pair is cached for a few seconds under
+ * an HMAC of the pair (keyed per process), so a request costs no scrypt hash and the cache never
+ * holds a password. Membership changes made through this process call `invalidate()`; other
+ * processes see them within `cacheSeconds`.
+ */
+export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_000 }: AuthenticatorOptions) {
+  const cacheKey = randomBytes(32);
+  const cache = new Map<string, { caller: Caller; expires: number }>();
+
+  async function loadCaller(userId: string, username: string): Promise<Caller> {
+    const { rows, scoped } = await loadMemberships(db, userId);
+    const memberships = new Map<string, Membership>();
+    for (const row of rows) {
+      const roles = row.roles as Role;
+      const partial = roles.startsWith('partial');
+      const installIds = partial
+        ? new Set(scoped.filter((s) => s.account_id === row.account_id).map((s) => s.install_id))
+        : null;
+      memberships.set(row.account_id, { accountId: row.account_id, roles, installIds });
+    }
+    return { userId, username, memberships };
+  }
+
+  async function verify(username: string, password: string): Promise<Caller | null> {
+    const key = createHmac('sha256', cacheKey)
+      .update(username)
+      .update('\0')
+      .update(password)
+      .digest('base64');
+    const now = clock.now().getTime();
+    const hit = cache.get(key);
+    if (hit && hit.expires > now) return hit.caller;
+    if (hit) cache.delete(key);
+    const credential = await findCredential(db, username);
+    const ok = await verifyPassword(password, credential?.password_hash ?? (await DUMMY_HASH_PROMISE()));
+    if (!credential || !ok) return null;
+    const caller = await loadCaller(credential.user_id, username);
+    if (cacheSeconds > 0) {
+      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
+      cache.set(key, { caller, expires: now + cacheSeconds * 1000 });
+    }
+    return caller;
+  }
+
+  return {
+    verify,
+    /** Drops every cached pair (after a membership or credential change). */
+    invalidate: () => cache.clear(),
+  };
+}
+
+export type Authenticator = ReturnType<typeof createAuthenticator>;

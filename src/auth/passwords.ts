@@ -1,0 +1,61 @@
+import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+
+const scrypt = promisify(scryptCb) as (
+  password: string,
+  salt: Buffer,
+  keylen: number,
+  options: object,
+) => Promise<Buffer>;
+
+// scrypt parameters (N=2^15, r=8, p=1: about 30-60 ms here; 32 MiB of memory per hash).
+const N = 32768;
+const R = 8;
+const P = 1;
+const KEY_LENGTH = 32;
+const MAX_MEM = 64 * 1024 * 1024;
+
+/** Hashes a password as `scrypt$N$r$p$salt$hash` (base64url parts). */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await scrypt(password, salt, KEY_LENGTH, { N, r: R, p: P, maxmem: MAX_MEM });
+  return ['scrypt', N, R, P, salt.toString('base64url'), hash.toString('base64url')].join('$');
+}
+
+/** Constant-time check of a password against a stored hash; false for a malformed hash. */
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, saltText, hashText] = stored.split('$');
+  if (scheme !== 'scrypt' || !saltText || !hashText) return false;
+  const expected = Buffer.from(hashText, 'base64url');
+  const actual = await scrypt(password, Buffer.from(saltText, 'base64url'), expected.length, {
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+    maxmem: MAX_MEM,
+  });
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+/** A hash of a password nobody has, verified when the username is unknown so timing reveals nothing. */
+export const DUMMY_HASH_PROMISE: () => Promise<string> = (() => {
+  let cached: Promise<string> | null = null;
+  return () => {
+    cached ??= hashPassword(randomBytes(16).toString('hex'));
+    return cached;
+  };
+})();
+
+/** New credential: a readable username and a long random password (shown once). */
+export function generateCredential(): { username: string; password: string } {
+  return {
+    username: `hp_${randomBytes(8).toString('hex')}`,
+    password: randomBytes(24).toString('base64url'),
+  };
+}
+
+/** Constant-time string equality (for tokens). */
+export function safeEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}

@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import { Compile } from 'typebox/compile';
+import { systemClock } from './clock.js';
+import { ConfigError, loadConfig } from './config.js';
+import { openConfiguredDatabase, serve } from './main.js';
+import { SeedFixture } from './modules/admin/admin.schemas.js';
+import { createServices } from './services.js';
+
+const USAGE = `usage: hostplane <command>
+  serve           run the API (default)
+  migrate         apply database migrations and exit
+  seed FILE.json  load accounts, users, sites, installs and credentials from a fixture`;
+
+async function seed(file: string | undefined) {
+  if (!file) throw new Error('seed needs a FILE.json argument');
+  const fixture: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const check = Compile(SeedFixture);
+  if (!check.Check(fixture)) {
+    const problems = [...check.Errors(fixture)]
+      .slice(0, 20)
+      .map((e) => `  ${e.instancePath || '/'} ${e.message}`);
+    throw new Error(`${file} is not a valid fixture:\n${problems.join('\n')}`);
+  }
+  const config = loadConfig();
+  const database = await openConfiguredDatabase(config);
+  try {
+    const services = createServices({ config, database, clock: systemClock });
+    const counts = await services.admin.seed(fixture);
+    console.log(`seeded ${JSON.stringify(counts)}`);
+  } finally {
+    await database.close();
+  }
+}
+
+async function main(argv: string[]) {
+  const [command = 'serve', ...args] = argv;
+  switch (command) {
+    case 'serve':
+      await serve(loadConfig());
+      return;
+    case 'migrate': {
+      const database = await openConfiguredDatabase(loadConfig());
+      await database.close();
+      console.log('migrations applied');
+      return;
+    }
+    case 'seed':
+      await seed(args[0]);
+      return;
+    default:
+      console.error(USAGE);
+      process.exitCode = 2;
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? err.message : `hostplane: ${(err as Error).message}`);
+  process.exit(1);
+});

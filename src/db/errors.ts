@@ -1,0 +1,47 @@
+const CONNECTION_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+]);
+// SQLSTATE: admin/crash shutdown, cannot connect now, too many connections.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+const CONNECTION_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error',
+  'Cannot use a pool after calling end',
+  'connection is closed',
+];
+
+function* causes(err: unknown): Generator<Record<string, unknown>> {
+  let current = err;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    yield current as Record<string, unknown>;
+    current = (current as { cause?: unknown }).cause;
+  }
+}
+
+/** G11: true when the error means the database cannot be reached (answer 503), not a bad query. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (const e of causes(err)) {
+    const code = typeof e.code === 'string' ? e.code : '';
+    if (CONNECTION_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08')) return true;
+    const message = typeof e.message === 'string' ? e.message : '';
+    if (CONNECTION_MESSAGES.some((m) => message.includes(m))) return true;
+  }
+  return false;
+}
+
+/** The SQLSTATE of a database error (wrapped by Drizzle or not), e.g. `23505` for a unique violation. */
+export function sqlState(err: unknown): { code: string; constraint: string | undefined } | null {
+  for (const e of causes(err)) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) {
+      return { code: e.code, constraint: typeof e.constraint === 'string' ? e.constraint : undefined };
+    }
+  }
+  return null;
+}

@@ -1,0 +1,52 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Caller } from '../auth/access.js';
+import type { Authenticator } from '../auth/authenticator.js';
+import { safeEqual } from '../auth/passwords.js';
+import { Errors } from '../errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller | null;
+  }
+}
+
+const MAX_HEADER = 1024;
+
+/** Parses `Authorization: Basic base64(username:password)`; null when absent or malformed. */
+export function parseBasic(header: string | undefined): { username: string; password: string } | null {
+  if (!header || header.length > MAX_HEADER) return null;
+  const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
+  if (!match?.[1]) return null;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return null;
+  const username = decoded.slice(0, colon);
+  const password = decoded.slice(colon + 1);
+  if (username.length > 128 || password.length === 0 || password.length > 256) return null;
+  return { username, password };
+}
+
+/** G2: an onRequest hook that sets `request.caller` or answers 401 with the bad-credentials message. */
+export function basicAuthHook(authenticator: Authenticator) {
+  return async (request: FastifyRequest) => {
+    const pair = parseBasic(request.headers.authorization);
+    if (!pair) throw Errors.unauthenticated();
+    const caller = await authenticator.verify(pair.username, pair.password);
+    if (!caller) throw Errors.unauthenticated();
+    request.caller = caller;
+  };
+}
+
+/** The caller of an authenticated route (set by {@link basicAuthHook}). */
+export function callerOf(request: FastifyRequest): Caller {
+  if (!request.caller) throw Errors.unauthenticated();
+  return request.caller;
+}
+
+/** `/admin/v1`: `Authorization: Bearer <HOSTPLANE_ADMIN_TOKEN>`, compared in constant time. */
+export function adminAuthHook(adminToken: string) {
+  return async (request: FastifyRequest, _reply: FastifyReply) => {
+    const match = /^Bearer\s+(\S{1,512})\s*$/i.exec(request.headers.authorization ?? '');
+    if (!match?.[1] || !safeEqual(match[1], adminToken)) throw Errors.unauthenticated();
+  };
+}

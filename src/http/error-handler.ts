@@ -1,0 +1,122 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../db/errors.js';
+import { AppError, Errors, type FieldError } from '../errors.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Name of the resource in errors[] entries (G7), e.g. `install`. */
+    resource?: string;
+  }
+}
+
+interface AjvError {
+  instancePath?: string;
+  keyword: string;
+  params?: Record<string, unknown>;
+  message?: string;
+}
+
+function fieldName(error: AjvError): string {
+  const base = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+  const missing = error.keyword === 'required' ? String(error.params?.missingProperty ?? '') : '';
+  return [base, missing].filter(Boolean).join('.') || '(body)';
+}
+
+/** G7: one errors[] entry per invalid field; a nullable union's alternatives merge into one message. */
+export function validationFieldErrors(resource: string, context: string, errors: AjvError[]): FieldError[] {
+  const byField = new Map<string, AjvError[]>();
+  for (const error of errors) {
+    const field = fieldName(error);
+    byField.set(field, [...(byField.get(field) ?? []), error]);
+  }
+  return [...byField].map(([field, group]) => {
+    const types = group.filter((e) => e.keyword === 'type').map((e) => String(e.params?.type));
+    const others = group.filter((e) => e.keyword !== 'type' && e.keyword !== 'anyOf');
+    const first = others[0] ?? group[0];
+    const message =
+      others.length === 0 && types.length > 0
+        ? `must be ${types.join(' or ')}`
+        : (first?.message ?? 'is invalid');
+    const where = context === 'body' ? '' : ` (${context})`;
+    return {
+      resource,
+      field,
+      type: 'invalid_value' as const,
+      code: others.length === 0 && types.length > 0 ? 'type' : (first?.keyword ?? 'invalid'),
+      message: `${field}${where} ${message}`,
+    };
+  });
+}
+
+function toAppError(error: FastifyError, request: FastifyRequest): AppError | null {
+  if (error instanceof AppError) return error;
+  if (error.validation) {
+    const resource = request.routeOptions.config?.resource ?? 'request';
+    const fields = validationFieldErrors(
+      resource,
+      error.validationContext ?? 'body',
+      error.validation as AjvError[],
+    );
+    const summary = fields.map((f) => f.message).join('; ');
+    return Errors.badRequest(`Invalid request: ${summary}`, fields);
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return Errors.unsupportedMediaType(String(request.headers['content-type'] ?? ''));
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return Errors.payloadTooLarge(request.routeOptions.bodyLimit ?? 0);
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return Errors.badRequest(`Malformed JSON body: ${error.message}`);
+  }
+  if (error instanceof SyntaxError) return Errors.badRequest(`Malformed JSON body: ${error.message}`);
+  if (isDatabaseUnavailable(error)) return Errors.unavailable();
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    return status === 400 ? Errors.badRequest(error.message) : new AppError(codeFor(status), error.message);
+  }
+  return null;
+}
+
+function codeFor(status: number): AppError['code'] {
+  switch (status) {
+    case 401:
+      return 'unauthenticated';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not_found';
+    case 409:
+      return 'conflict';
+    case 413:
+      return 'payload_too_large';
+    case 415:
+      return 'unsupported_media_type';
+    case 429:
+      return 'rate_limited';
+    default:
+      return 'bad_request';
+  }
+}
+
+/** The one error renderer: AppError, validation and Fastify errors, and unknown errors (a bare 500). */
+export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const appError = toAppError(error, request);
+  if (!appError) {
+    // G8: no stack trace in the response; logged once, with the request id pino already carries.
+    request.log.error({ err: error }, 'unhandled error');
+    return reply.status(500).send({ message: 'Internal Server Error' });
+  }
+  if (appError.status === 503) request.log.warn({ err: error }, 'dependency unavailable');
+  reply.headers(appError.headers);
+  const body =
+    appError.status === 400 || appError.status === 422
+      ? { message: appError.message, errors: appError.fieldErrors }
+      : { message: appError.message };
+  return reply.status(appError.status).send(body);
+}
+
+/** Unknown routes: 404 JSON. */
+export function notFoundHandler(_request: FastifyRequest, reply: FastifyReply) {
+  return reply.status(404).send({ message: 'Not Found' });
+}

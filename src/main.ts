@@ -1,0 +1,83 @@
+import { count } from 'drizzle-orm';
+import { Redis } from 'ioredis';
+import { buildApp } from './app.js';
+import { systemClock } from './clock.js';
+import type { Config } from './config.js';
+import { type Database, openDatabase } from './db/client.js';
+import { migrateDatabase } from './db/migrate.js';
+import { accounts } from './db/schema.js';
+import { loadOrCreateSecret } from './secrets.js';
+
+/** Opens and migrates the database named by the config (PGlite in DATA_DIR, or PostgreSQL). */
+export async function openConfiguredDatabase(config: Config): Promise<Database> {
+  const database = await openDatabase(config.db);
+  try {
+    await migrateDatabase(database);
+    return database;
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+}
+
+/** Composition root of `hostplane serve`: config → db (+lock) → migrate → app → listen; clean shutdown. */
+export async function serve(config: Config, print: (line: string) => void = console.log) {
+  const database = await openConfiguredDatabase(config);
+  const admin = loadOrCreateSecret(config.adminToken, config.dataDir, 'admin-token');
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false })
+    : undefined;
+  redis?.on('error', () => {}); // fail open (see app.ts); ioredis reconnects by itself
+  const app = await buildApp({
+    config,
+    database,
+    clock: systemClock,
+    adminToken: admin.value,
+    redis,
+    logger: {
+      level: config.logLevel,
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.private_key'],
+        remove: true,
+      },
+    },
+  });
+
+  const [existing] = await database.db.select({ n: count() }).from(accounts);
+  const demo = Number(existing?.n ?? 0) === 0 ? await app.services.admin.createDemo() : null;
+
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const base = config.publicUrl ?? `http://127.0.0.1:${port}`;
+  print(
+    `Hostplane is serving ${base}/v1 on ${database.kind === 'pglite' ? `embedded PGlite (${config.dataDir})` : 'PostgreSQL'}`,
+  );
+  print(`OpenAPI: ${base}/v1/swagger  docs: ${base}/docs`);
+  if (admin.generated)
+    print(`Admin token (shown once, stored in ${config.dataDir}/admin-token): ${admin.value}`);
+  if (demo) {
+    print('Demo account created. Credentials (shown once):');
+    print(`  ${demo.username}:${demo.password}`);
+    print(`  curl -u '${demo.username}:${demo.password}' '${base}/v1/sites?account_id=${demo.accountId}'`);
+  }
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    await app.close();
+    await database.close();
+    redis?.disconnect();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      shutdown(signal).then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  }
+  return { app, database, shutdown, port };
+}

@@ -1,0 +1,78 @@
+import { and, asc, count, eq, ne, type SQL } from 'drizzle-orm';
+import type { Db, RowOf } from '../../db/client.js';
+import { installs } from '../../db/schema.js';
+import type { Page } from '../../http/pagination.js';
+
+const projection = {
+  id: installs.id,
+  account_id: installs.account_id,
+  site_id: installs.site_id,
+  name: installs.name,
+  environment: installs.environment,
+  status: installs.status,
+  php_version: installs.php_version,
+  wp_version: installs.wp_version,
+  is_multisite: installs.is_multisite,
+  stable_ips: installs.stable_ips,
+  primary_domain: installs.primary_domain,
+  defer_wordpress_upgrades_until: installs.defer_wordpress_upgrades_until,
+  created_at: installs.created_at,
+};
+export type InstallRow = RowOf<typeof projection>;
+
+export async function listInstalls(db: Db, where: SQL, page: Page) {
+  const [total] = await db.select({ n: count() }).from(installs).where(where);
+  const rows = await db
+    .select(projection)
+    .from(installs)
+    .where(where)
+    .orderBy(asc(installs.created_at), asc(installs.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  return { count: Number(total?.n ?? 0), rows };
+}
+
+export function findInstall(db: Db, id: string): Promise<InstallRow | null> {
+  return db
+    .select(projection)
+    .from(installs)
+    .where(eq(installs.id, id))
+    .then((rows) => rows[0] ?? null);
+}
+
+export async function nameTaken(db: Db, name: string): Promise<boolean> {
+  const rows = await db.select({ id: installs.id }).from(installs).where(eq(installs.name, name)).limit(1);
+  return rows.length > 0;
+}
+
+/** I4: the install already filling `environment` on `siteId`, other than `exceptId`. */
+export async function occupant(db: Db, siteId: string, environment: string, exceptId?: string) {
+  const rows = await db
+    .select({ id: installs.id, name: installs.name })
+    .from(installs)
+    .where(
+      and(
+        eq(installs.site_id, siteId),
+        eq(installs.environment, environment),
+        exceptId ? ne(installs.id, exceptId) : undefined,
+      ),
+    )
+    .limit(1);
+  return rows[0] ?? null;
+}
+
+export async function insertInstall(db: Db, values: typeof installs.$inferInsert): Promise<InstallRow> {
+  const [row] = await db.insert(installs).values(values).returning(projection);
+  if (!row) throw new Error('insert returned no row');
+  return row;
+}
+
+export async function updateInstall(db: Db, id: string, values: Partial<typeof installs.$inferInsert>) {
+  const [row] = await db.update(installs).set(values).where(eq(installs.id, id)).returning(projection);
+  return row ?? null;
+}
+
+export async function deleteInstall(db: Db, id: string): Promise<boolean> {
+  const rows = await db.delete(installs).where(eq(installs.id, id)).returning({ id: installs.id });
+  return rows.length > 0;
+}

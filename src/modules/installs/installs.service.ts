@@ -1,0 +1,209 @@
+import { type Caller, can, requireInstall } from '../../auth/access.js';
+import { visibleInstalls } from '../../auth/visibility.js';
+import type { Db } from '../../db/client.js';
+import { sqlState } from '../../db/errors.js';
+import { withTransaction } from '../../db/transaction.js';
+import { Errors } from '../../errors.js';
+import type { Page } from '../../http/pagination.js';
+import type { AccountsService } from '../accounts/accounts.service.js';
+import type { SitesService } from '../sites/sites.service.js';
+import * as repo from './installs.repo.js';
+
+export interface InstallsDeps {
+  db: Db;
+  accounts: Pick<AccountsService, 'find'>;
+  sites: Pick<SitesService, 'lockSite'>;
+  /** Installs get the cname and first primary domain `<name>.<installDomain>`. */
+  installDomain: string;
+}
+
+/** Defaults of a new install's software (the hosting driver reports real ones). */
+export const DEFAULT_PHP_VERSION = '8.2';
+export const DEFAULT_WP_VERSION = '6.7.1';
+/** I9: the plans whose installs can have stable IPs. */
+export const PLANS_WITH_STABLE_IPS = ['premium', 'enterprise'];
+
+export interface CreateInstallInput {
+  name: string;
+  account_id: string;
+  site_id?: string | null;
+  environment?: string | null;
+}
+
+export interface AdminCreateInstallInput extends CreateInstallInput {
+  id?: string;
+  status?: string;
+  php_version?: string;
+  wp_version?: string;
+}
+
+function translateUniqueViolation(err: unknown, name: string, environment: string | null | undefined): never {
+  const state = sqlState(err);
+  if (state?.code === '23505' && state.constraint === 'installs_name_key') throw nameUnavailable(name);
+  if (state?.code === '23505' && state.constraint === 'installs_site_environment_key') {
+    throw environmentUnavailable(environment ?? '');
+  }
+  throw err;
+}
+
+const nameUnavailable = (name: string) =>
+  Errors.valueUnavailable('install', 'name', `Install name "${name}" is already taken`, 'name_taken');
+const environmentUnavailable = (environment: string, holder?: string) =>
+  Errors.valueUnavailable(
+    'install',
+    'environment',
+    `The site already has a ${environment} install${holder ? ` (${holder})` : ''}`,
+    'environment_taken',
+  );
+
+export function createInstallsService({ db, accounts, sites, installDomain }: InstallsDeps) {
+  /** I4/I5: the target site must be in the account, and its environment slot free. */
+  async function checkPlacement(
+    tx: Db,
+    accountId: string,
+    siteId: string,
+    environment: string | null | undefined,
+    installId?: string,
+  ) {
+    const site = await sites.lockSite(tx, siteId);
+    if (!site || site.account_id !== accountId) {
+      throw Errors.invalidValue('install', 'site_id', `Site ${siteId} is not a site of account ${accountId}`);
+    }
+    if (environment) {
+      const holder = await repo.occupant(tx, siteId, environment, installId);
+      if (holder) throw environmentUnavailable(environment, holder.name);
+    }
+  }
+
+  /** I2-I5 and the insert itself, shared by createInstall and the admin API. */
+  async function insert(input: AdminCreateInstallInput) {
+    const account = await accounts.find(input.account_id);
+    if (!account)
+      throw Errors.accessError('install', 'account_id', `Account ${input.account_id} does not exist`);
+    if (account.sites_enabled) {
+      // I3: both are required for accounts with sites enabled.
+      if (!input.site_id)
+        throw Errors.invalidValue('install', 'site_id', 'site_id is required for this account');
+      if (!input.environment) {
+        throw Errors.invalidValue('install', 'environment', 'environment is required for this account');
+      }
+    } else if (input.site_id || input.environment) {
+      const field = input.site_id ? 'site_id' : 'environment';
+      throw Errors.invalidValue('install', field, `Account ${input.account_id} does not have sites enabled`);
+    }
+    try {
+      return await withTransaction(db, async (tx) => {
+        if (await repo.nameTaken(tx, input.name)) throw nameUnavailable(input.name);
+        if (input.site_id) await checkPlacement(tx, input.account_id, input.site_id, input.environment);
+        return repo.insertInstall(tx, {
+          ...(input.id && { id: input.id }),
+          account_id: input.account_id,
+          site_id: input.site_id ?? null,
+          environment: input.environment ?? null,
+          name: input.name,
+          // I7: active at once until the provisioning job of the job engine exists.
+          status: input.status ?? 'active',
+          php_version: input.php_version ?? DEFAULT_PHP_VERSION,
+          wp_version: input.wp_version ?? DEFAULT_WP_VERSION,
+          primary_domain: `${input.name}.${installDomain}`,
+        });
+      });
+    } catch (err) {
+      translateUniqueViolation(err, input.name, input.environment);
+    }
+  }
+
+  async function find(caller: Caller, installId: string, action: Parameters<typeof requireInstall>[2]) {
+    const install = await repo.findInstall(db, installId);
+    if (!install) throw Errors.notFound();
+    requireInstall(caller, install, action);
+    return install;
+  }
+
+  return {
+    /** For other modules: the install if the caller may do `action` on it (404/403 otherwise). */
+    requireInstall: find,
+
+    async list(caller: Caller, page: Page, accountId?: string) {
+      return repo.listInstalls(db, visibleInstalls(caller, accountId), page);
+    },
+
+    get: (caller: Caller, installId: string) => find(caller, installId, 'installs:read'),
+
+    /** I1-I5: createInstall. The spec lists no 404, so an account the caller cannot use is a 400 access_error. */
+    async create(caller: Caller, input: CreateInstallInput) {
+      const membership = caller.memberships.get(input.account_id);
+      if (!membership) {
+        throw Errors.accessError(
+          'install',
+          'account_id',
+          `Account ${input.account_id} does not exist or is not accessible`,
+        );
+      }
+      if (!can(membership.roles, 'installs:create')) throw Errors.forbidden();
+      return insert(input);
+    },
+
+    /** For the admin API and seeding: the same rules, no caller. */
+    adminCreate: (input: AdminCreateInstallInput) => insert(input),
+
+    /** I6: move an install to another site and/or environment, under I4 and I5. */
+    async update(
+      caller: Caller,
+      installId: string,
+      input: { site_id?: string; environment?: string | null },
+    ) {
+      const install = await find(caller, installId, 'installs:update');
+      if (input.site_id === undefined && input.environment === undefined) return install;
+      const account = await accounts.find(install.account_id);
+      if (!account?.sites_enabled) {
+        const field = input.site_id !== undefined ? 'site_id' : 'environment';
+        throw Errors.invalidValue(
+          'install',
+          field,
+          `Account ${install.account_id} does not have sites enabled`,
+        );
+      }
+      const siteId = input.site_id ?? install.site_id;
+      const environment = input.environment !== undefined ? input.environment : install.environment;
+      try {
+        return await withTransaction(db, async (tx) => {
+          if (siteId) await checkPlacement(tx, install.account_id, siteId, environment, install.id);
+          const row = await repo.updateInstall(tx, installId, { site_id: siteId, environment });
+          if (!row) throw Errors.notFound();
+          return row;
+        });
+      } catch (err) {
+        translateUniqueViolation(err, install.name, environment);
+      }
+    },
+
+    /** Deletes the install and, through foreign keys, its child records. */
+    async remove(caller: Caller, installId: string) {
+      await find(caller, installId, 'installs:delete');
+      if (!(await repo.deleteInstall(db, installId))) throw Errors.notFound();
+    },
+
+    /** For the admin API: no caller checks. */
+    findById: (installId: string) => repo.findInstall(db, installId),
+    /** For the admin API. I9: stable IPs only on plans that have them. */
+    async adminUpdate(
+      installId: string,
+      values: { status?: string; wp_version?: string | null; stable_ips?: string[] | null },
+    ) {
+      const install = await repo.findInstall(db, installId);
+      if (!install) throw Errors.notFound();
+      if (values.stable_ips) {
+        const plan = (await accounts.find(install.account_id))?.plan ?? '';
+        if (!PLANS_WITH_STABLE_IPS.includes(plan)) {
+          throw Errors.invalidValue('install', 'stable_ips', `Plan "${plan}" has no stable IPs`);
+        }
+      }
+      const row = await repo.updateInstall(db, installId, values);
+      if (!row) throw Errors.notFound();
+      return row;
+    },
+  };
+}
+
+export type InstallsService = ReturnType<typeof createInstallsService>;

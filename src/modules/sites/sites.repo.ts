@@ -1,0 +1,83 @@
+import { and, asc, count, eq, inArray, type SQL } from 'drizzle-orm';
+import type { Db, RowOf } from '../../db/client.js';
+import { installs, sites } from '../../db/schema.js';
+import type { Page } from '../../http/pagination.js';
+
+const projection = {
+  id: sites.id,
+  account_id: sites.account_id,
+  name: sites.name,
+  group_name: sites.group_name,
+  tags: sites.tags,
+  sandbox: sites.sandbox,
+  transferable: sites.transferable,
+  created_at: sites.created_at,
+};
+export type SiteRow = RowOf<typeof projection>;
+
+const installProjection = {
+  id: installs.id,
+  site_id: installs.site_id,
+  account_id: installs.account_id,
+  name: installs.name,
+  environment: installs.environment,
+  php_version: installs.php_version,
+  is_multisite: installs.is_multisite,
+};
+export type SiteInstallRow = RowOf<typeof installProjection>;
+
+export async function listSites(db: Db, where: SQL, page: Page) {
+  const [total] = await db.select({ n: count() }).from(sites).where(where);
+  const rows = await db
+    .select(projection)
+    .from(sites)
+    .where(where)
+    .orderBy(asc(sites.created_at), asc(sites.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  return { count: Number(total?.n ?? 0), rows };
+}
+
+/** The installs of the given sites, filtered by `where` (the caller's visibility). */
+export function installsOfSites(db: Db, siteIds: string[], where: SQL): Promise<SiteInstallRow[]> {
+  if (siteIds.length === 0) return Promise.resolve([]);
+  return db
+    .select(installProjection)
+    .from(installs)
+    .where(and(inArray(installs.site_id, siteIds), where))
+    .orderBy(asc(installs.created_at), asc(installs.id));
+}
+
+export function findSite(db: Db, id: string): Promise<SiteRow | null> {
+  return db
+    .select(projection)
+    .from(sites)
+    .where(eq(sites.id, id))
+    .then((rows) => rows[0] ?? null);
+}
+
+export async function insertSite(db: Db, values: typeof sites.$inferInsert): Promise<SiteRow> {
+  const [row] = await db.insert(sites).values(values).returning(projection);
+  if (!row) throw new Error('insert returned no row');
+  return row;
+}
+
+export async function updateSite(db: Db, id: string, values: Partial<typeof sites.$inferInsert>) {
+  const [row] = await db.update(sites).set(values).where(eq(sites.id, id)).returning(projection);
+  return row ?? null;
+}
+
+/** Locks the site row for the rest of the transaction (serialises install placement and deletion). */
+export async function lockSite(db: Db, id: string): Promise<SiteRow | null> {
+  const rows = await db.select(projection).from(sites).where(eq(sites.id, id)).for('update');
+  return rows[0] ?? null;
+}
+
+export async function countInstallsOfSite(db: Db, siteId: string): Promise<number> {
+  const [row] = await db.select({ n: count() }).from(installs).where(eq(installs.site_id, siteId));
+  return Number(row?.n ?? 0);
+}
+
+export async function deleteSite(db: Db, id: string): Promise<void> {
+  await db.delete(sites).where(eq(sites.id, id));
+}

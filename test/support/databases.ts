@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { type Database, openDatabase } from '../../src/db/client.js';
+import { migrateDatabase } from '../../src/db/migrate.js';
+
+/** Which database the API tests run on: `TEST_DB=pglite` (default) or `TEST_DB=postgres`. */
+export const TEST_DB = (process.env.TEST_DB ?? 'pglite') as 'pglite' | 'postgres';
+/** Server URL (without a database name) for TEST_DB=postgres. */
+export const TEST_PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
+export const TEMPLATE_DB = 'hostplane_test_template';
+export const PGLITE_TEMPLATE = path.resolve('.tmp/pglite-template.tar.gz');
+
+function dbUrl(name: string): string {
+  const url = new URL(TEST_PG_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: dbUrl('postgres') });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Once per test run (scripts/test.sh): a migrated template that each test file clones. */
+export async function prepareTemplate(): Promise<void> {
+  if (TEST_DB === 'postgres') {
+    await admin(async (c) => {
+      await c.query(`drop database if exists ${TEMPLATE_DB} with (force)`);
+      await c.query(`create database ${TEMPLATE_DB}`);
+    });
+    const database = await openDatabase({ kind: 'postgres', url: dbUrl(TEMPLATE_DB), poolSize: 1 });
+    await migrateDatabase(database);
+    await database.close();
+    return;
+  }
+  const database = await openDatabase({ kind: 'pglite-memory' });
+  await migrateDatabase(database);
+  const dump = await database.pglite?.dumpDataDir('gzip');
+  await database.close();
+  if (!dump) throw new Error('PGlite dump failed');
+  fs.mkdirSync(path.dirname(PGLITE_TEMPLATE), { recursive: true });
+  fs.writeFileSync(PGLITE_TEMPLATE, Buffer.from(await dump.arrayBuffer()));
+}
+
+/** A fresh, migrated database for one test file (a clone of the template). */
+export async function cloneDatabase(): Promise<{
+  database: Database;
+  url?: string;
+  drop: () => Promise<void>;
+}> {
+  if (TEST_DB === 'postgres') {
+    const name = `hp_test_${randomBytes(6).toString('hex')}`;
+    await admin((c) => c.query(`create database ${name} template ${TEMPLATE_DB}`));
+    const url = dbUrl(name);
+    const database = await openDatabase({ kind: 'postgres', url, poolSize: 5 });
+    return {
+      database,
+      url,
+      drop: async () => {
+        await database.close().catch(() => {});
+        await admin((c) => c.query(`drop database if exists ${name} with (force)`));
+      },
+    };
+  }
+  const blob = new Blob([fs.readFileSync(PGLITE_TEMPLATE)]);
+  const database = await openDatabase({ kind: 'pglite-memory', loadDataDir: blob });
+  return { database, drop: () => database.close() };
+}
