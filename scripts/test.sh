@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 mode="${1:-all}"
 export TEST_PG_URL="${TEST_PG_URL:-postgres://postgres@127.0.0.1:5432}"
 concurrency="${TEST_CONCURRENCY:-2}"
+export TEST_RUN_ID="${TEST_RUN_ID:-r$$}"
 
 ensure_postgres() {
   if pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then return 0; fi
@@ -28,11 +29,23 @@ ensure_postgres() {
   return 1
 }
 
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+
+# The closing line: every test of every run, in the plain "N passed, N failed" form.
+summary() {
+  local passed failed
+  passed=$(grep -E '^(ℹ|#) pass [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')
+  failed=$(grep -E '^(ℹ|#) fail [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')
+  echo "${passed} passed, ${failed} failed"
+}
+
 run_unit() {
   mapfile -t files < <(find src test/unit -name '*.test.ts' 2>/dev/null | sort)
   [ "${#files[@]}" -eq 0 ] && return 0
   echo "== unit tests"
-  node --import tsx --test --test-reporter=spec "${files[@]}"
+  node --import tsx --test --test-reporter=spec "${files[@]}" 2>&1 | tee -a "$log"
+  return "${PIPESTATUS[0]}"
 }
 
 run_api() {
@@ -40,7 +53,11 @@ run_api() {
   mapfile -t files < <(find test/api -name '*.test.ts' | sort)
   echo "== API tests on ${db}"
   TEST_DB="$db" node --import tsx test/support/prepare.ts
-  TEST_DB="$db" node --import tsx --test --test-concurrency="$concurrency" --test-reporter=spec "${files[@]}"
+  local status=0
+  TEST_DB="$db" node --import tsx --test --test-concurrency="$concurrency" --test-reporter=spec "${files[@]}" 2>&1 |
+    tee -a "$log" || status=$?
+  TEST_DB="$db" node --import tsx test/support/prepare.ts drop || true
+  return "$status"
 }
 
 case "$mode" in
@@ -51,6 +68,7 @@ case "$mode" in
     run_api pglite
     ensure_postgres
     run_api postgres
+    summary
     ;;
   unit) run_unit ;;
   api)

@@ -9,8 +9,10 @@ import { migrateDatabase } from '../../src/db/migrate.js';
 export const TEST_DB = (process.env.TEST_DB ?? 'pglite') as 'pglite' | 'postgres';
 /** Server URL (without a database name) for TEST_DB=postgres. */
 export const TEST_PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
-export const TEMPLATE_DB = 'hostplane_test_template';
-export const PGLITE_TEMPLATE = path.resolve('.tmp/pglite-template.tar.gz');
+/** One id per `npm test` run (scripts/test.sh), so concurrent runs never share a template. */
+const RUN_ID = (process.env.TEST_RUN_ID ?? 'local').replace(/[^a-z0-9_]/gi, '').toLowerCase();
+export const TEMPLATE_DB = `hp_tpl_${RUN_ID}`;
+export const PGLITE_TEMPLATE = path.resolve(`.tmp/pglite-template-${RUN_ID}.tar.gz`);
 
 function dbUrl(name: string): string {
   const url = new URL(TEST_PG_URL);
@@ -47,6 +49,13 @@ export async function prepareTemplate(): Promise<void> {
   if (!dump) throw new Error('PGlite dump failed');
   fs.mkdirSync(path.dirname(PGLITE_TEMPLATE), { recursive: true });
   fs.writeFileSync(PGLITE_TEMPLATE, Buffer.from(await dump.arrayBuffer()));
+}
+
+/** End of a run: drop the template (test files drop their own clones). */
+export async function dropTemplate(): Promise<void> {
+  if (TEST_DB === 'postgres')
+    await admin((c) => c.query(`drop database if exists ${TEMPLATE_DB} with (force)`));
+  else fs.rmSync(PGLITE_TEMPLATE, { force: true });
 }
 
 /** A fresh, migrated database for one test file (a clone of the template). */
