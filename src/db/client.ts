@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import type { SQL } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -123,3 +124,9 @@ function isAlive(pid: number): boolean {
 
 /** The row type of a select projection (nullable columns stay nullable). */
 export type RowOf<T> = SelectResultFields<T>;
+
+/** Runs raw SQL and returns its rows (both drivers answer `{ rows }`). Values stay parameterised. */
+export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {
+  const result = (await db.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
+}

@@ -63,6 +63,21 @@ export function adminRoutes({ config, services }: RouteContext): RoutesPlugin {
       async (request, reply) => reply.status(201).send(toUser(await services.users.create(request.body))),
     );
 
+    app.get(
+      '/users/:user_id',
+      {
+        schema: {
+          operationId: 'adminGetUser',
+          tags,
+          security,
+          params: Type.Object({ user_id: Uuid() }),
+          response: { 200: AdminUserSchema, ...errorResponses(400, 404) },
+        },
+        config: { resource: 'user' },
+      },
+      async (request) => toUser(await services.users.describe(request.params.user_id)),
+    );
+
     app.put(
       '/users/:user_id/memberships/:account_id',
       {

@@ -1,0 +1,377 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { factories } from '../support/factories.js';
+import { buildTestApp, uniqueName } from '../support/harness.js';
+
+const t = await buildTestApp();
+const f = factories(t);
+
+const LIST_FIELDS = [
+  'account',
+  'cname',
+  'created_at',
+  'environment',
+  'id',
+  'is_multisite',
+  'name',
+  'php_version',
+  'primary_domain',
+  'site',
+  'stable_ips',
+  'status',
+];
+
+describe('createInstall', () => {
+  it('I1-I5 creates an install in a site environment and answers 201 with the Install record', async () => {
+    const w = await f.world();
+    const name = uniqueName();
+    const res = await w.owner.client.post('/v1/installs', {
+      name,
+      account_id: w.account.id,
+      site_id: w.site.id,
+      environment: 'staging',
+    });
+    assert.equal(res.status, 201);
+    assert.equal(res.body.name, name);
+    assert.deepEqual(res.body.account, { id: w.account.id });
+    assert.deepEqual(res.body.site, { id: w.site.id });
+    assert.equal(res.body.environment, 'staging');
+    assert.equal(res.body.cname, `${name}.hostplane.app`);
+    assert.equal(res.body.primary_domain, `${name}.hostplane.app`);
+    assert.equal(res.body.stable_ips, null);
+    assert.ok(['active', 'pending'].includes(res.body.status));
+  });
+
+  for (const name of ['ab', 'Abc', '1abc', 'abc-def', 'a'.repeat(15), 'abc_d', '']) {
+    it(`I1 rejects the name "${name}" with 400 invalid_value on field name`, async () => {
+      const w = await f.world();
+      const res = await w.owner.client.post('/v1/installs', {
+        name,
+        account_id: w.account.id,
+        site_id: w.site.id,
+        environment: 'staging',
+      });
+      assert.equal(res.status, 400);
+      const error = res.body.errors.find((e: { field: string }) => e.field === 'name');
+      assert.equal(error.type, 'invalid_value');
+      assert.equal(error.resource, 'install');
+    });
+  }
+
+  it('I1 accepts names of 3 and 14 characters', async () => {
+    const w = await f.world();
+    for (const name of [
+      `a${uniqueName('').slice(0, 2)}`,
+      `z${uniqueName('').padEnd(13, '0').slice(0, 13)}`,
+    ]) {
+      const res = await w.owner.client.post('/v1/installs', {
+        name,
+        account_id: w.account.id,
+        site_id: (await f.site(w.owner.client, w.account.id)).id,
+        environment: 'production',
+      });
+      assert.equal(res.status, 201, `${name}: ${JSON.stringify(res.body)}`);
+    }
+  });
+
+  it('I2 a taken name (in any account) gives 400 value_unavailable', async () => {
+    const w = await f.world();
+    const other = await f.world();
+    const res = await other.owner.client.post('/v1/installs', {
+      name: w.install.name,
+      account_id: other.account.id,
+      site_id: other.site.id,
+      environment: 'staging',
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.errors[0].field, 'name');
+    assert.equal(res.body.errors[0].type, 'value_unavailable');
+  });
+
+  it('I2 two concurrent creates of one name: exactly one wins, the other gets value_unavailable', async () => {
+    const w = await f.world();
+    const name = uniqueName();
+    const sites = [await f.site(w.owner.client, w.account.id), await f.site(w.owner.client, w.account.id)];
+    const results = await Promise.all(
+      sites.map((s) =>
+        w.owner.client.post('/v1/installs', {
+          name,
+          account_id: w.account.id,
+          site_id: s.id,
+          environment: 'staging',
+        }),
+      ),
+    );
+    assert.deepEqual(results.map((r) => r.status).sort(), [201, 400]);
+    const loser = results.find((r) => r.status === 400);
+    assert.equal(loser?.body.errors[0].type, 'value_unavailable');
+  });
+
+  it('I3 site_id and environment are required for accounts with sites enabled', async () => {
+    const w = await f.world();
+    const noSite = await w.owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: w.account.id,
+      environment: 'staging',
+    });
+    assert.equal(noSite.status, 400);
+    assert.equal(noSite.body.errors[0].field, 'site_id');
+    const noEnv = await w.owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: w.account.id,
+      site_id: w.site.id,
+    });
+    assert.equal(noEnv.status, 400);
+    assert.equal(noEnv.body.errors[0].field, 'environment');
+    const nullEnv = await w.owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: w.account.id,
+      site_id: w.site.id,
+      environment: null,
+    });
+    assert.equal(nullEnv.status, 400);
+    assert.equal(nullEnv.body.errors[0].field, 'environment');
+  });
+
+  it('I3 accounts without sites enabled create installs without site or environment', async () => {
+    const acct = await f.account({ sites_enabled: false });
+    const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
+    const res = await owner.client.post('/v1/installs', { name: uniqueName(), account_id: acct.id });
+    assert.equal(res.status, 201);
+    assert.equal(res.body.site, null);
+    assert.equal(res.body.environment, null);
+    const withSite = await owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: acct.id,
+      environment: 'production',
+    });
+    assert.equal(withSite.status, 400);
+    assert.equal(withSite.body.errors[0].field, 'environment');
+  });
+
+  it('I4 a site holds at most one install per environment', async () => {
+    const w = await f.world();
+    const res = await w.owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: w.account.id,
+      site_id: w.site.id,
+      environment: 'production',
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.errors[0].field, 'environment');
+    assert.equal(res.body.errors[0].type, 'value_unavailable');
+    assert.match(res.body.message, new RegExp(w.install.name));
+  });
+
+  it('I4 two concurrent creates into one environment: exactly one wins', async () => {
+    const w = await f.world();
+    const results = await Promise.all(
+      [uniqueName(), uniqueName()].map((name) =>
+        w.owner.client.post('/v1/installs', {
+          name,
+          account_id: w.account.id,
+          site_id: w.site.id,
+          environment: 'development',
+        }),
+      ),
+    );
+    assert.deepEqual(results.map((r) => r.status).sort(), [201, 400]);
+  });
+
+  it('I5 site_id must name a site of the same account', async () => {
+    const w = await f.world();
+    const other = await f.world();
+    const res = await w.owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: w.account.id,
+      site_id: other.site.id,
+      environment: 'staging',
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.errors[0].field, 'site_id');
+    const missing = await w.owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: w.account.id,
+      site_id: '00000000-0000-4000-8000-000000000000',
+      environment: 'staging',
+    });
+    assert.equal(missing.status, 400);
+    assert.equal(missing.body.errors[0].field, 'site_id');
+  });
+
+  it('rejects an unknown environment value', async () => {
+    const w = await f.world();
+    const res = await w.owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: w.account.id,
+      site_id: w.site.id,
+      environment: 'qa',
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.errors[0].field, 'environment');
+  });
+});
+
+describe('getInstall and listInstalls', () => {
+  it('I8 wp_version and defer_wordpress_upgrades_until appear only when one install is requested', async () => {
+    const w = await f.world();
+    const one = await w.owner.client.get(`/v1/installs/${w.install.id}`);
+    assert.equal(one.status, 200);
+    assert.deepEqual(
+      Object.keys(one.body).sort(),
+      [...LIST_FIELDS, 'defer_wordpress_upgrades_until', 'wp_version'].sort(),
+    );
+    assert.equal(typeof one.body.wp_version, 'string');
+    assert.equal(one.body.defer_wordpress_upgrades_until, null);
+    const list = await w.owner.client.get(`/v1/installs?account_id=${w.account.id}`);
+    assert.equal(list.status, 200);
+    assert.equal(list.body.count, 1);
+    assert.deepEqual(Object.keys(list.body.results[0]).sort(), LIST_FIELDS);
+  });
+
+  it('I7 php_version is read-only: it cannot be set on create or update', async () => {
+    const w = await f.world();
+    const created = await w.owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: w.account.id,
+      site_id: w.site.id,
+      environment: 'staging',
+      php_version: '5.6',
+      status: 'pending',
+    });
+    assert.equal(created.status, 201);
+    assert.notEqual(created.body.php_version, '5.6');
+    const patched = await w.owner.client.patch(`/v1/installs/${created.body.id}`, { php_version: '5.6' });
+    assert.equal(patched.status, 200);
+    assert.equal(patched.body.php_version, created.body.php_version);
+  });
+
+  it('I7 status is one of active, pending; operators set it', async () => {
+    const w = await f.world();
+    const res = await t.admin.patch(`/admin/v1/installs/${w.install.id}`, {
+      status: 'pending',
+      wp_version: '6.5.0',
+    });
+    assert.equal(res.status, 200);
+    const got = await w.owner.client.get(`/v1/installs/${w.install.id}`);
+    assert.equal(got.body.status, 'pending');
+    assert.equal(got.body.wp_version, '6.5.0');
+    const bad = await t.admin.patch(`/admin/v1/installs/${w.install.id}`, { status: 'broken' });
+    assert.equal(bad.status, 400);
+  });
+
+  it('I9 stable_ips are null except on plans that have them', async () => {
+    const basic = await f.world({ plan: 'standard' });
+    const refused = await t.admin.patch(`/admin/v1/installs/${basic.install.id}`, {
+      stable_ips: ['192.0.2.10'],
+    });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.errors[0].field, 'stable_ips');
+    const premium = await f.world({ plan: 'premium' });
+    const set = await t.admin.patch(`/admin/v1/installs/${premium.install.id}`, {
+      stable_ips: ['192.0.2.10', '192.0.2.11'],
+    });
+    assert.equal(set.status, 200);
+    const got = await premium.owner.client.get(`/v1/installs/${premium.install.id}`);
+    assert.deepEqual(got.body.stable_ips, ['192.0.2.10', '192.0.2.11']);
+    const listed = await basic.owner.client.get(`/v1/installs/${basic.install.id}`);
+    assert.equal(listed.body.stable_ips, null);
+  });
+
+  it('listInstalls pages across accounts and filters by account_id', async () => {
+    const a = await f.account();
+    const b = await f.account();
+    const member = await f.user([
+      { account_id: a.id, roles: 'owner' },
+      { account_id: b.id, roles: 'full' },
+    ]);
+    const sa = await f.site(member.client, a.id);
+    const sb = await f.site(member.client, b.id);
+    await f.install(member.client, a.id, sa.id, 'production');
+    await f.install(member.client, a.id, sa.id, 'staging');
+    await f.install(member.client, b.id, sb.id, 'production');
+    const all = await member.client.get('/v1/installs?limit=2');
+    assert.equal(all.body.count, 3);
+    assert.equal(all.body.results.length, 2);
+    assert.equal(new URL(all.body.next).searchParams.get('offset'), '2');
+    const onlyB = await member.client.get(`/v1/installs?account_id=${b.id}`);
+    assert.equal(onlyB.body.count, 1);
+  });
+
+  it('G4 an unknown install id is 404 with the not-found message; a malformed id is 400', async () => {
+    const w = await f.world();
+    const missing = await w.owner.client.get('/v1/installs/00000000-0000-4000-8000-000000000000');
+    assert.equal(missing.status, 404);
+    assert.deepEqual(missing.body, { message: 'Not Found' });
+    const malformed = await w.owner.client.get('/v1/installs/not-a-uuid');
+    assert.equal(malformed.status, 400);
+    assert.equal(malformed.body.errors[0].field, 'install_id');
+  });
+});
+
+describe('updateInstall', () => {
+  it('I6 moves an install to another environment of its site', async () => {
+    const w = await f.world();
+    const res = await w.owner.client.patch(`/v1/installs/${w.install.id}`, { environment: 'staging' });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.environment, 'staging');
+    const site = await w.owner.client.get(`/v1/sites/${w.site.id}`);
+    assert.equal(site.body.installs[0].environment, 'staging');
+  });
+
+  it('I6 moves an install to another site of the account, and refuses a taken environment (I4)', async () => {
+    const w = await f.world();
+    const target = await f.site(w.owner.client, w.account.id);
+    const occupant = await f.install(w.owner.client, w.account.id, target.id, 'production');
+    const clash = await w.owner.client.patch(`/v1/installs/${w.install.id}`, { site_id: target.id });
+    assert.equal(clash.status, 400);
+    assert.equal(clash.body.errors[0].type, 'value_unavailable');
+    assert.match(clash.body.message, new RegExp(occupant.name));
+    const moved = await w.owner.client.patch(`/v1/installs/${w.install.id}`, {
+      site_id: target.id,
+      environment: 'development',
+    });
+    assert.equal(moved.status, 200);
+    assert.deepEqual(moved.body.site, { id: target.id });
+    assert.equal(moved.body.environment, 'development');
+    const oldSite = await w.owner.client.get(`/v1/sites/${w.site.id}`);
+    assert.deepEqual(oldSite.body.installs, []);
+  });
+
+  it('I5 refuses a site of another account', async () => {
+    const w = await f.world();
+    const other = await f.world();
+    const res = await w.owner.client.patch(`/v1/installs/${w.install.id}`, { site_id: other.site.id });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.errors[0].field, 'site_id');
+  });
+
+  it('I6 an install may stay in place with the same environment (no self-conflict)', async () => {
+    const w = await f.world();
+    const res = await w.owner.client.patch(`/v1/installs/${w.install.id}`, {
+      site_id: w.site.id,
+      environment: 'production',
+    });
+    assert.equal(res.status, 200);
+  });
+});
+
+describe('deleteInstall', () => {
+  it("deletes the install and removes it from partial users' scopes", async () => {
+    const w = await f.world();
+    const partial = await f.user([
+      { account_id: w.account.id, roles: 'partial', install_ids: [w.install.id] },
+    ]);
+    assert.equal((await partial.client.get(`/v1/installs/${w.install.id}`)).status, 200);
+    const res = await w.owner.client.delete(`/v1/installs/${w.install.id}`);
+    assert.equal(res.status, 204);
+    assert.equal(res.raw.body, '');
+    assert.equal((await w.owner.client.get(`/v1/installs/${w.install.id}`)).status, 404);
+    const user = await t.admin.get(`/admin/v1/users/${partial.userId}`);
+    assert.equal(user.status, 200);
+    assert.deepEqual(user.body.memberships, [
+      { account_id: w.account.id, roles: 'partial', install_ids: [] },
+    ]);
+    assert.equal((await w.owner.client.delete(`/v1/installs/${w.install.id}`)).status, 404);
+  });
+});
