@@ -43,6 +43,25 @@ export async function serve(config: Config, print: (line: string) => void = cons
     },
   });
 
+  // Installed before the banner: a supervisor that signals as soon as it reads it gets a clean stop.
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    await app.close();
+    await database.close();
+    redis?.disconnect();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      shutdown(signal).then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  }
+
   const [existing] = await database.db.select({ n: count() }).from(accounts);
   const demo = Number(existing?.n ?? 0) === 0 ? await app.services.admin.createDemo() : null;
 
@@ -62,22 +81,5 @@ export async function serve(config: Config, print: (line: string) => void = cons
     print(`  curl -u '${demo.username}:${demo.password}' '${base}/v1/sites?account_id=${demo.accountId}'`);
   }
 
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    app.log.info({ signal }, 'shutting down');
-    await app.close();
-    await database.close();
-    redis?.disconnect();
-  };
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      shutdown(signal).then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    });
-  }
   return { app, database, shutdown, port };
 }

@@ -1,0 +1,60 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+
+export interface Running {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the first match of `pattern` in stdout+stderr, or rejects after `ms`. */
+  waitFor(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>;
+  /** The exit code, or the signal name when killed by one. */
+  exited: Promise<number | string | null>;
+}
+
+/** Runs `hostplane <args>` from source (tsx) with the given environment. */
+export function runCli(args: string[], env: Record<string, string>): Running {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    text += chunk.toString();
+    for (const l of listeners) l();
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? signal)),
+  );
+  return {
+    child,
+    output: () => text,
+    exited,
+    waitFor: (pattern, ms = 60_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const match = text.match(pattern);
+          if (match) {
+            listeners.delete(check);
+            clearTimeout(timer);
+            resolve(match);
+          }
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`timed out waiting for ${pattern}; output so far:\n${text}`));
+        }, ms);
+        listeners.add(check);
+        exited.then(() => {
+          setTimeout(() => {
+            if (listeners.has(check)) {
+              listeners.delete(check);
+              clearTimeout(timer);
+              reject(new Error(`process exited before ${pattern}; output:\n${text}`));
+            }
+          }, 50);
+        });
+        check();
+      }),
+  };
+}
