@@ -66,6 +66,12 @@ export async function buildApp(deps: AppDeps) {
     routerOptions: { maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Every method and URL the app registers (test/api/security.test.ts checks each one is in its table).
+  const routes: { method: string; url: string }[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
+  });
+
   app.setErrorHandler(errorHandler);
   // Only JSON bodies are accepted: anything else is a 415 (G1).
   app.removeContentTypeParser('text/plain');
@@ -152,7 +158,10 @@ export async function buildApp(deps: AppDeps) {
     { prefix: '/admin/v1' },
   );
 
-  return Object.assign(app, { services }) as typeof app & { services: typeof services };
+  return Object.assign(app, { services, routes }) as typeof app & {
+    services: typeof services;
+    routes: readonly { method: string; url: string }[];
+  };
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -7,6 +7,8 @@ export interface Member {
   userId: string;
   email: string;
   username: string;
+  /** The member's `Authorization: Basic ...` header. */
+  authorization: string;
   client: Client;
 }
 
@@ -35,11 +37,13 @@ export function factories(t: TestApp) {
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const cred = await t.admin.post(`/admin/v1/users/${created.body.id}/credentials`);
     assert.equal(cred.status, 201, JSON.stringify(cred.body));
+    const authorization = basic(cred.body.username, cred.body.password);
     return {
       userId: created.body.id,
       email,
       username: cred.body.username,
-      client: clientFor(t.app, basic(cred.body.username, cred.body.password)),
+      authorization,
+      client: clientFor(t.app, authorization),
     };
   }
 

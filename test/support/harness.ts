@@ -17,7 +17,7 @@ export interface Res {
   raw: LightMyRequestResponse;
 }
 
-export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+export type Method = 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
 export interface Client {
   request(method: Method, url: string, body?: unknown, headers?: Record<string, string>): Promise<Res>;

@@ -1,0 +1,269 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { can, ROLES } from '../../src/auth/access.js';
+import { factories, type Member } from '../support/factories.js';
+import { ADMIN_TOKEN, basic, buildTestApp, clientFor, type Res } from '../support/harness.js';
+import {
+  ADMIN_ROUTES,
+  API_ROUTES,
+  type ApiRoute,
+  buildWorld,
+  expectAccessError,
+  expectBadCredentials,
+  expectEmptyPage,
+  expectForbidden,
+  expectNotFound,
+  fillPath,
+  idsOf,
+  NOT_PARTIAL,
+  PARTIAL_ROLES,
+  PUBLIC_ROUTES,
+  resourcesFor,
+  type Target,
+  unlisted,
+  unregistered,
+} from '../support/security.js';
+
+// The shared authorization suite: every route of the app against G2, G3, G4, A1 and A2, generated
+// from the table in test/support/security.ts. One world (one member per role) serves every test.
+const t = await buildTestApp();
+const f = factories(t);
+const w = await buildWorld(f);
+
+/** Sends the route's request for `target` as `member` (or with a raw Authorization header). */
+async function call(route: ApiRoute, target: Target, as: Member | string | null): Promise<Res> {
+  const { url, body } = route.request(await resourcesFor(w, target, route.fresh));
+  const client = as === null ? t.anonymous : typeof as === 'string' ? clientFor(t.app, as) : as.client;
+  return client.request(route.method, url, body);
+}
+
+const sorted = (ids: string[]) => [...ids].sort();
+
+describe('coverage', () => {
+  it('G2/G3/G4 every route the app registers is in the security table', () => {
+    assert.ok(t.app.routes.length > 0);
+    assert.deepEqual(unlisted(t.app.routes), [], 'add these routes to test/support/security.ts');
+  });
+
+  it('the security table lists only routes the app registers', () => {
+    assert.deepEqual(unregistered(t.app.routes), []);
+  });
+
+  for (const route of API_ROUTES) {
+    const { action } = route;
+    if (!action) continue;
+    it(`A1 ${route.operationId}: the table's roles are the ones ROLE_MATRIX grants ${action}`, () => {
+      assert.deepEqual(
+        ROLES.filter((role) => can(role, action)),
+        ROLES.filter((role) => route.allowed.includes(role)),
+      );
+    });
+  }
+});
+
+for (const route of API_ROUTES) {
+  const op = route.operationId;
+  describe(`${route.method} ${route.path} (${op})`, () => {
+    // G2: credentials are checked before anything else, whatever the request addresses.
+    it(`G2 ${op} without Authorization is 401 Bad Credentials`, async () => {
+      expectBadCredentials(await call(route, 'own', null));
+      if (route.method === 'GET') {
+        const { url } = route.request(await resourcesFor(w, 'own'));
+        expectBadCredentials(await t.anonymous.request('HEAD', url), 'HEAD');
+      }
+    });
+
+    it(`G2 ${op} with a wrong password for a real username, or an unknown username, is 401`, async () => {
+      expectBadCredentials(await call(route, 'own', basic(w.a.members.owner.username, 'wrong-password')));
+      expectBadCredentials(await call(route, 'own', basic('hp_nobody', 'wrong-password')));
+    });
+
+    it(`G2 ${op} with a malformed or foreign Authorization header is 401`, async () => {
+      const headers = [
+        'Basic !!!',
+        'Bearer x',
+        `Bearer ${ADMIN_TOKEN}`,
+        `Basic ${Buffer.from(w.a.members.owner.username).toString('base64')}`,
+        basic(w.a.members.owner.username, ''),
+        w.a.members.owner.authorization.replace('Basic', 'Digest'),
+      ];
+      for (const header of headers) expectBadCredentials(await call(route, 'own', header));
+    });
+
+    // A1 and G3: every role cell, in both directions.
+    for (const role of ROLES) {
+      if (route.allowed.includes(role)) {
+        it(`A1 ${role} can ${op} (${route.ok})`, async () => {
+          const res = await call(route, 'allowed', w.a.members[role]);
+          assert.equal(res.status, route.ok, JSON.stringify(res.body));
+        });
+      } else {
+        it(`G3 ${role} cannot ${op} (403)`, async () => {
+          expectForbidden(await call(route, 'own', w.a.members[role]));
+        });
+      }
+    }
+
+    // G4: what a non-member of the addressed account gets.
+    const outsiders: [string, () => Member][] = [
+      ...ROLES.map((role): [string, () => Member] => [`${role} of another account`, () => w.a.members[role]]),
+      ['a user without memberships', () => w.stranger],
+    ];
+    for (const [who, member] of outsiders) {
+      switch (route.addressing) {
+        case 'account':
+        case 'site':
+        case 'install':
+          it(`G4 ${who} gets 404 on ${op}`, async () => {
+            expectNotFound(await call(route, 'foreign', member()));
+          });
+          break;
+        case 'create':
+          it(`G4 ${who}: ${op} with a foreign account_id is 400 access_error`, async () => {
+            expectAccessError(await call(route, 'foreign', member()));
+          });
+          break;
+        case 'list':
+          it(`G4 ${who}: ${op} filtered to a foreign account is an empty page`, async () => {
+            expectEmptyPage(await call(route, 'foreign', member()));
+          });
+          break;
+        case 'none':
+          break;
+      }
+    }
+    if (['account', 'site', 'install'].includes(route.addressing)) {
+      it(`G4 ${op} of an unknown id is 404, like a foreign one`, async () => {
+        expectNotFound(await call(route, 'missing', w.a.members.owner));
+      });
+    }
+
+    // A2: partial members do not see the installs outside their install_ids, nor sites without them.
+    if (route.addressing === 'site' || route.addressing === 'install') {
+      const what =
+        route.addressing === 'site'
+          ? 'a site holding none of its installs'
+          : 'an install of its account outside its install_ids';
+      for (const role of PARTIAL_ROLES) {
+        it(`A2 ${role} gets 404 on ${op} for ${what}`, async () => {
+          expectNotFound(await call(route, 'hidden', w.a.members[role]));
+        });
+      }
+    }
+  });
+}
+
+describe('A2 partial visibility in lists and site records', () => {
+  for (const role of PARTIAL_ROLES) {
+    it(`A2 ${role} sees only its installs in listInstalls`, async () => {
+      const res = await w.a.members[role].client.get('/v1/installs');
+      assert.equal(res.status, 200);
+      assert.equal(res.body.count, 1);
+      assert.deepEqual(idsOf(res), [w.a.installV.id]);
+    });
+
+    it(`A2 ${role} sees only its installs in listSites: the sites holding them, listing only them`, async () => {
+      const res = await w.a.members[role].client.get(`/v1/sites?account_id=${w.a.account.id}`);
+      assert.equal(res.status, 200);
+      assert.equal(res.body.count, 1);
+      assert.deepEqual(idsOf(res), [w.a.siteV.id]);
+      assert.deepEqual(
+        res.body.results[0].installs.map((i: { id: string }) => i.id),
+        [w.a.installV.id],
+      );
+    });
+
+    it(`A2 ${role} sees only its installs in getSite`, async () => {
+      const res = await w.a.members[role].client.get(`/v1/sites/${w.a.siteV.id}`);
+      assert.equal(res.status, 200);
+      assert.deepEqual(
+        res.body.installs.map((i: { id: string }) => i.id),
+        [w.a.installV.id],
+      );
+    });
+  }
+
+  for (const role of NOT_PARTIAL) {
+    it(`A2 ${role} sees every install and site of the account`, async () => {
+      const client = w.a.members[role].client;
+      const installs = idsOf(await client.get(`/v1/installs?account_id=${w.a.account.id}`));
+      for (const install of [w.a.installV, w.a.installH1, w.a.installH2]) {
+        assert.ok(installs.includes(install.id), install.name);
+      }
+      const sites = idsOf(await client.get(`/v1/sites?account_id=${w.a.account.id}`));
+      assert.ok(sites.includes(w.a.siteV.id) && sites.includes(w.a.siteH.id));
+      const site = await client.get(`/v1/sites/${w.a.siteV.id}`);
+      assert.deepEqual(
+        site.body.installs.map((i: { id: string }) => i.id),
+        [w.a.installV.id, w.a.installH1.id],
+      );
+    });
+  }
+
+  it('A2 a partial user without install_ids sees no site and no install of the account', async () => {
+    const client = w.partialNone.client;
+    expectEmptyPage(await client.get('/v1/installs'));
+    expectEmptyPage(await client.get('/v1/sites'));
+    expectNotFound(await client.get(`/v1/sites/${w.a.siteV.id}`));
+    expectNotFound(await client.get(`/v1/installs/${w.a.installV.id}`));
+    assert.equal((await client.get(`/v1/accounts/${w.a.account.id}`)).status, 200);
+  });
+
+  it('A2 partial scoping is per account: partial in A and owner of B sees all of B, only its installs of A', async () => {
+    const client = w.mixed.client;
+    assert.deepEqual(idsOf(await client.get('/v1/installs')), sorted([w.a.installV.id, w.b.install.id]));
+    const sites = await client.get('/v1/sites');
+    assert.deepEqual(idsOf(sites), sorted([w.a.siteV.id, w.b.site.id]));
+    const siteV = sites.body.results.find((s: { id: string }) => s.id === w.a.siteV.id);
+    assert.deepEqual(
+      siteV.installs.map((i: { id: string }) => i.id),
+      [w.a.installV.id],
+    );
+    expectNotFound(await client.get(`/v1/installs/${w.a.installH1.id}`));
+    expectNotFound(await client.get(`/v1/sites/${w.a.siteH.id}`));
+    expectForbidden(await client.delete(`/v1/installs/${w.a.installV.id}`));
+    assert.equal((await client.get(`/v1/installs/${w.b.install.id}`)).status, 200);
+  });
+
+  it('G4 a user without memberships sees no accounts, sites or installs', async () => {
+    const client = w.stranger.client;
+    expectEmptyPage(await client.get('/v1/accounts'));
+    expectEmptyPage(await client.get('/v1/sites'));
+    expectEmptyPage(await client.get('/v1/installs'));
+    assert.equal((await client.get('/v1/user')).status, 200);
+  });
+
+  it('G4 listAccounts lists only the accounts the caller belongs to', async () => {
+    for (const role of ROLES) {
+      assert.deepEqual(idsOf(await w.a.members[role].client.get('/v1/accounts')), [w.a.account.id], role);
+    }
+  });
+});
+
+describe('admin surface', () => {
+  for (const route of ADMIN_ROUTES) {
+    const op = route.operationId;
+    const send = (authorization?: string) =>
+      clientFor(t.app, authorization).request(route.method, fillPath(route.path), {});
+    it(`G2 admin ${op} without a token is 401`, async () => {
+      expectBadCredentials(await send());
+    });
+    it(`G2 admin ${op} with a wrong Bearer token is 401`, async () => {
+      expectBadCredentials(await send('Bearer not-the-admin-token'));
+      expectBadCredentials(await send(`Bearer ${ADMIN_TOKEN}x`));
+    });
+    it(`G2 admin ${op} with a Basic credential is 401`, async () => {
+      expectBadCredentials(await send(w.a.members.owner.authorization));
+      expectBadCredentials(await send(`Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}`));
+    });
+  }
+});
+
+describe('public routes', () => {
+  for (const route of PUBLIC_ROUTES) {
+    it(`G2 public ${route.method} ${route.path} answers without credentials`, async () => {
+      const res = await t.anonymous.request(route.method, route.url ?? route.path);
+      assert.ok(res.status >= 200 && res.status < 400, `${res.status} ${JSON.stringify(res.body)}`);
+    });
+  }
+});

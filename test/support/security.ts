@@ -1,0 +1,436 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { type Action, ROLES, type Role } from '../../src/auth/access.js';
+import { MESSAGES } from '../../src/errors.js';
+import type { factories, Member } from './factories.js';
+import type { Json, Method, Res } from './harness.js';
+
+/**
+ * The security table: every route the app registers, with who may call it (design.md, "The contract
+ * with clients"). test/api/security.test.ts generates the G2/G3/G4/A1/A2 tests from it and fails when
+ * the app registers a route that is not listed here, so a new route cannot ship without them.
+ */
+
+export type Factories = ReturnType<typeof factories>;
+
+/** The roles of each kind of action (A1; design.md role matrix). */
+export const ALL_ROLES: readonly Role[] = ROLES;
+/** Site and install creation, change and deletion: every role but the partial ones. */
+export const NOT_PARTIAL: readonly Role[] = ['owner', 'full', 'full,billing'];
+/** Billing actions (site transfers, A3/T1/T2): owner and full,billing only. No route uses it yet. */
+export const BILLING: readonly Role[] = ['owner', 'full,billing'];
+export const PARTIAL_ROLES: readonly Role[] = ROLES.filter((r) => r.startsWith('partial'));
+
+/**
+ * The fixture world, built once per test file.
+ * Account A has one member per role; its partial members see only `installV`. `siteV` holds
+ * `installV` (production) and `installH1` (staging, hidden from partial members); `siteH` holds only
+ * `installH2` (so the whole site is hidden from them). Account B is foreign to every member of A.
+ */
+export interface World {
+  a: {
+    account: Json;
+    members: Record<Role, Member>;
+    siteV: Json;
+    siteH: Json;
+    installV: Json;
+    installH1: Json;
+    installH2: Json;
+  };
+  b: { account: Json; owner: Member; site: Json; install: Json };
+  /** A valid credential of a user who belongs to no account. */
+  stranger: Member;
+  /** Partial member of A with no install_ids: sees nothing. */
+  partialNone: Member;
+  /** Partial member of A (installV only) and owner of B: partial scoping must stay per account. */
+  mixed: Member;
+  /** An empty site of A (for calls that are meant to succeed and change or delete it). */
+  freshSite(): Promise<Json>;
+  /** A production install of A on a fresh site of its own. */
+  freshInstall(): Promise<Json>;
+}
+
+export async function buildWorld(f: Factories): Promise<World> {
+  const accountA = await f.account();
+  const ownerA = await f.user([{ account_id: accountA.id, roles: 'owner' }]);
+  const siteV = await f.site(ownerA.client, accountA.id, 'Visible');
+  const siteH = await f.site(ownerA.client, accountA.id, 'Hidden');
+  const installV = await f.install(ownerA.client, accountA.id, siteV.id, 'production');
+  const installH1 = await f.install(ownerA.client, accountA.id, siteV.id, 'staging');
+  const installH2 = await f.install(ownerA.client, accountA.id, siteH.id, 'production');
+
+  const member = (roles: Role) =>
+    f.user([
+      {
+        account_id: accountA.id,
+        roles,
+        ...(roles.startsWith('partial') && { install_ids: [installV.id] }),
+      },
+    ]);
+  const members = { owner: ownerA } as Record<Role, Member>;
+  for (const role of ROLES) if (role !== 'owner') members[role] = await member(role);
+
+  const accountB = await f.account();
+  const ownerB = await f.user([{ account_id: accountB.id, roles: 'owner' }]);
+  const siteB = await f.site(ownerB.client, accountB.id, 'Foreign');
+  const installB = await f.install(ownerB.client, accountB.id, siteB.id, 'production');
+
+  const stranger = await f.user([]);
+  const partialNone = await f.user([{ account_id: accountA.id, roles: 'partial', install_ids: [] }]);
+  const mixed = await f.user([
+    { account_id: accountA.id, roles: 'partial', install_ids: [installV.id] },
+    { account_id: accountB.id, roles: 'owner' },
+  ]);
+
+  const freshSite = () => f.site(ownerA.client, accountA.id);
+  return {
+    a: { account: accountA, members, siteV, siteH, installV, installH1, installH2 },
+    b: { account: accountB, owner: ownerB, site: siteB, install: installB },
+    stranger,
+    partialNone,
+    mixed,
+    freshSite,
+    freshInstall: async () => f.install(ownerA.client, accountA.id, (await freshSite()).id, 'production'),
+  };
+}
+
+/**
+ * Which resources a generated request addresses:
+ * - `allowed`: A's resources, as a call by an allowed role that must succeed (fresh ones where the
+ *   route changes or deletes them, see `fresh`);
+ * - `own`: A's fixed resources, visible to every member of A (a denied role must get 403);
+ * - `hidden`: A's resources that partial members do not see (A2: 404);
+ * - `foreign`: B's resources (G4: 404, or the create/list forms);
+ * - `missing`: ids that do not exist (G4: 404).
+ */
+export type Target = 'allowed' | 'own' | 'hidden' | 'foreign' | 'missing';
+
+export interface Resources {
+  account: { id: string };
+  site: { id: string };
+  install: { id: string };
+}
+
+export async function resourcesFor(w: World, target: Target, fresh?: 'site' | 'install'): Promise<Resources> {
+  switch (target) {
+    case 'allowed':
+      if (fresh === 'site') return { account: w.a.account, site: await w.freshSite(), install: w.a.installV };
+      if (fresh === 'install') {
+        const install = await w.freshInstall();
+        return { account: w.a.account, site: install.site, install };
+      }
+      return { account: w.a.account, site: w.a.siteV, install: w.a.installV };
+    case 'own':
+      return { account: w.a.account, site: w.a.siteV, install: w.a.installV };
+    case 'hidden':
+      // installH1 sits on a site the partial member does see: the install itself must stay hidden.
+      return { account: w.a.account, site: w.a.siteH, install: w.a.installH1 };
+    case 'foreign':
+      return { account: w.b.account, site: w.b.site, install: w.b.install };
+    case 'missing':
+      return { account: { id: randomUUID() }, site: { id: randomUUID() }, install: { id: randomUUID() } };
+  }
+}
+
+/**
+ * How a route addresses what it acts on, which decides the G4/A2 expectations:
+ * - `none`: nothing of an account (the caller's own data): no G4 case;
+ * - `list`: a list with an `account_id` filter: a foreign account gives 200 with an empty page;
+ * - `create`: `account_id` in the body; the spec's error table has no 404: 400 `access_error`;
+ * - `account` / `site` / `install`: a path id: foreign or unknown is 404; site and install also A2.
+ */
+export type Addressing = 'none' | 'list' | 'create' | 'account' | 'site' | 'install';
+
+export interface RequestSpec {
+  url: string;
+  body?: unknown;
+}
+
+/** A /v1 route behind Basic auth. */
+export interface ApiRoute {
+  kind: 'api';
+  method: Method;
+  /** The path template exactly as the app registers it. */
+  path: string;
+  operationId: string;
+  /** The ROLE_MATRIX action the route checks, if any (asserted to be granted to `allowed` only). */
+  action?: Action;
+  /** A1: the roles that may call it; every other role gets 403 (G3). Billing actions: `BILLING`. */
+  allowed: readonly Role[];
+  addressing: Addressing;
+  /** The success status for allowed roles. */
+  ok: 200 | 201 | 204;
+  /** Calls that must succeed act on a fresh resource (the route changes or deletes it). */
+  fresh?: 'site' | 'install';
+  /** Builds the request. Bodies are valid, so a missing check would show as a 2xx, not a 400. */
+  request(r: Resources): RequestSpec;
+}
+
+/** An /admin/v1 route behind the Bearer token. */
+export interface AdminRoute {
+  kind: 'admin';
+  method: Method;
+  path: string;
+  operationId: string;
+}
+
+/** A route that needs no credentials. */
+export interface PublicRoute {
+  kind: 'public';
+  method: Method;
+  path: string;
+  /** A concrete URL for path templates and wildcards (default: `path`). */
+  url?: string;
+}
+
+export type SecuredRoute = ApiRoute | AdminRoute | PublicRoute;
+
+const api = (route: Omit<ApiRoute, 'kind'>): ApiRoute => ({ kind: 'api', ...route });
+const admin = (method: Method, path: string, operationId: string): AdminRoute => ({
+  kind: 'admin',
+  method,
+  path,
+  operationId,
+});
+const pub = (method: Method, path: string, url?: string): PublicRoute => ({
+  kind: 'public',
+  method,
+  path,
+  ...(url && { url }),
+});
+
+export const ROUTES: readonly SecuredRoute[] = [
+  // Accounts and the current user.
+  api({
+    method: 'GET',
+    path: '/v1/accounts',
+    operationId: 'listAccounts',
+    allowed: ALL_ROLES,
+    addressing: 'none',
+    ok: 200,
+    request: () => ({ url: '/v1/accounts' }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/accounts/:account_id',
+    operationId: 'getAccount',
+    action: 'account:read',
+    allowed: ALL_ROLES,
+    addressing: 'account',
+    ok: 200,
+    request: (r) => ({ url: `/v1/accounts/${r.account.id}` }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/user',
+    operationId: 'getCurrentUser',
+    allowed: ALL_ROLES,
+    addressing: 'none',
+    ok: 200,
+    request: () => ({ url: '/v1/user' }),
+  }),
+
+  // Sites.
+  api({
+    method: 'GET',
+    path: '/v1/sites',
+    operationId: 'listSites',
+    allowed: ALL_ROLES,
+    addressing: 'list',
+    ok: 200,
+    request: (r) => ({ url: `/v1/sites?account_id=${r.account.id}` }),
+  }),
+  api({
+    method: 'POST',
+    path: '/v1/sites',
+    operationId: 'createSite',
+    action: 'sites:create',
+    allowed: NOT_PARTIAL,
+    addressing: 'create',
+    ok: 201,
+    request: (r) => ({ url: '/v1/sites', body: { name: 'Security suite', account_id: r.account.id } }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/sites/:site_id',
+    operationId: 'getSite',
+    action: 'account:read',
+    allowed: ALL_ROLES,
+    addressing: 'site',
+    ok: 200,
+    request: (r) => ({ url: `/v1/sites/${r.site.id}` }),
+  }),
+  api({
+    method: 'PATCH',
+    path: '/v1/sites/:site_id',
+    operationId: 'updateSite',
+    action: 'sites:update',
+    allowed: NOT_PARTIAL,
+    addressing: 'site',
+    ok: 200,
+    fresh: 'site',
+    request: (r) => ({ url: `/v1/sites/${r.site.id}`, body: { name: 'Renamed by the security suite' } }),
+  }),
+  api({
+    method: 'DELETE',
+    path: '/v1/sites/:site_id',
+    operationId: 'deleteSite',
+    action: 'sites:delete',
+    allowed: NOT_PARTIAL,
+    addressing: 'site',
+    ok: 204,
+    fresh: 'site',
+    request: (r) => ({ url: `/v1/sites/${r.site.id}` }),
+  }),
+
+  // Installs.
+  api({
+    method: 'GET',
+    path: '/v1/installs',
+    operationId: 'listInstalls',
+    allowed: ALL_ROLES,
+    addressing: 'list',
+    ok: 200,
+    request: (r) => ({ url: `/v1/installs?account_id=${r.account.id}` }),
+  }),
+  api({
+    method: 'POST',
+    path: '/v1/installs',
+    operationId: 'createInstall',
+    action: 'installs:create',
+    allowed: NOT_PARTIAL,
+    addressing: 'create',
+    ok: 201,
+    fresh: 'site',
+    // The development slot of siteV and of B's site stays free, so only authorization can refuse this.
+    request: (r) => ({
+      url: '/v1/installs',
+      body: {
+        name: `s${randomUUID().replaceAll('-', '').slice(0, 12)}`,
+        account_id: r.account.id,
+        site_id: r.site.id,
+        environment: 'development',
+      },
+    }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/installs/:install_id',
+    operationId: 'getInstall',
+    action: 'installs:read',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 200,
+    request: (r) => ({ url: `/v1/installs/${r.install.id}` }),
+  }),
+  api({
+    method: 'PATCH',
+    path: '/v1/installs/:install_id',
+    operationId: 'updateInstall',
+    action: 'installs:update',
+    allowed: NOT_PARTIAL,
+    addressing: 'install',
+    ok: 200,
+    fresh: 'install',
+    request: (r) => ({ url: `/v1/installs/${r.install.id}`, body: { environment: 'development' } }),
+  }),
+  api({
+    method: 'DELETE',
+    path: '/v1/installs/:install_id',
+    operationId: 'deleteInstall',
+    action: 'installs:delete',
+    allowed: NOT_PARTIAL,
+    addressing: 'install',
+    ok: 204,
+    fresh: 'install',
+    request: (r) => ({ url: `/v1/installs/${r.install.id}` }),
+  }),
+
+  // Operators (Bearer token).
+  admin('POST', '/admin/v1/accounts', 'adminCreateAccount'),
+  admin('POST', '/admin/v1/users', 'adminCreateUser'),
+  admin('PUT', '/admin/v1/users/:user_id/memberships/:account_id', 'adminPutMembership'),
+  admin('DELETE', '/admin/v1/users/:user_id/memberships/:account_id', 'adminDeleteMembership'),
+  admin('POST', '/admin/v1/users/:user_id/credentials', 'adminCreateCredential'),
+  admin('PATCH', '/admin/v1/sites/:site_id', 'adminUpdateSite'),
+  admin('PATCH', '/admin/v1/installs/:install_id', 'adminUpdateInstall'),
+
+  // Public: no credentials.
+  pub('GET', '/v1/status'),
+  pub('GET', '/v1/swagger'),
+  pub('GET', '/healthz'),
+  pub('GET', '/readyz'),
+  pub('GET', '/docs'),
+  pub('HEAD', '/docs/'),
+  pub('GET', '/docs/static/index.html'),
+  pub('GET', '/docs/static/swagger-initializer.js'),
+  pub('GET', '/docs/static/*', '/docs/static/swagger-ui.css'),
+  pub('GET', '/docs/json'),
+  pub('GET', '/docs/yaml'),
+];
+
+export const API_ROUTES = ROUTES.filter((r): r is ApiRoute => r.kind === 'api');
+export const ADMIN_ROUTES = ROUTES.filter((r): r is AdminRoute => r.kind === 'admin');
+export const PUBLIC_ROUTES = ROUTES.filter((r): r is PublicRoute => r.kind === 'public');
+
+/** A path template with every `:param` replaced by a random uuid. */
+export const fillPath = (path: string) => path.replace(/:[a-z_]+/g, () => randomUUID());
+
+/**
+ * The registered routes the table does not list. A HEAD route counts as listed when the GET of the
+ * same path is (Fastify adds it; the G2 tests send HEAD to every authenticated GET route).
+ */
+export function unlisted(registered: readonly { method: string; url: string }[]): string[] {
+  const listed = new Set(ROUTES.map((r) => `${r.method} ${r.path}`));
+  return registered
+    .filter(
+      ({ method, url }) =>
+        !listed.has(`${method} ${url}`) && !(method === 'HEAD' && listed.has(`GET ${url}`)),
+    )
+    .map(({ method, url }) => `${method} ${url}`);
+}
+
+/** Table entries the app does not register (a stale table). */
+export function unregistered(registered: readonly { method: string; url: string }[]): string[] {
+  const seen = new Set(registered.map((r) => `${r.method} ${r.url}`));
+  return ROUTES.map((r) => `${r.method} ${r.path}`).filter((key) => !seen.has(key));
+}
+
+// Reusable checks: status and the exact body the rules fix.
+
+const show = (res: Res) => `${res.status} ${JSON.stringify(res.body)}`;
+
+/** G2: 401 with the bad-credentials message (HEAD answers carry no body). */
+export function expectBadCredentials(res: Res, method: string = 'GET') {
+  assert.equal(res.status, 401, show(res));
+  if (method !== 'HEAD') assert.deepEqual(res.body, { message: MESSAGES.badCredentials });
+}
+
+/** G3: 403 with the no-permission message. */
+export function expectForbidden(res: Res) {
+  assert.equal(res.status, 403, show(res));
+  assert.deepEqual(res.body, { message: MESSAGES.noPermission });
+}
+
+/** G4: 404 with the not-found message. */
+export function expectNotFound(res: Res) {
+  assert.equal(res.status, 404, show(res));
+  assert.deepEqual(res.body, { message: MESSAGES.notFound });
+}
+
+/** G4 on create routes without a 404 in their error table: 400 `access_error` on `account_id`. */
+export function expectAccessError(res: Res, field = 'account_id') {
+  assert.equal(res.status, 400, show(res));
+  assert.equal(res.body.errors[0].type, 'access_error');
+  assert.equal(res.body.errors[0].field, field);
+}
+
+/** G4 on list routes filtered to an account the caller cannot see: an empty page, not a 404. */
+export function expectEmptyPage(res: Res) {
+  assert.equal(res.status, 200, show(res));
+  assert.equal(res.body.count, 0);
+  assert.deepEqual(res.body.results, []);
+}
+
+/** The ids of a list response's results, sorted. */
+export const idsOf = (res: Res): string[] => res.body.results.map((r: { id: string }) => r.id).sort();
