@@ -349,6 +349,7 @@ export const ROUTES: readonly SecuredRoute[] = [
   // Operators (Bearer token).
   admin('POST', '/admin/v1/accounts', 'adminCreateAccount'),
   admin('POST', '/admin/v1/users', 'adminCreateUser'),
+  admin('GET', '/admin/v1/users/:user_id', 'adminGetUser'),
   admin('PUT', '/admin/v1/users/:user_id/memberships/:account_id', 'adminPutMembership'),
   admin('DELETE', '/admin/v1/users/:user_id/memberships/:account_id', 'adminDeleteMembership'),
   admin('POST', '/admin/v1/users/:user_id/credentials', 'adminCreateCredential'),
