@@ -7,11 +7,13 @@ export interface Member {
   userId: string;
   email: string;
   username: string;
+  /** The `Authorization: Basic ...` value of the member's credential (for other app instances). */
+  authorization: string;
   client: Client;
 }
 
 /** Factories over the admin API: every call makes fresh rows, so tests never clean up. */
-export function factories(t: TestApp) {
+export function factories(t: Pick<TestApp, 'admin' | 'app'>) {
   async function account(overrides: Record<string, unknown> = {}): Promise<Json> {
     const res = await t.admin.post('/admin/v1/accounts', {
       name: `Account ${randomBytes(3).toString('hex')}`,
@@ -35,11 +37,13 @@ export function factories(t: TestApp) {
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const cred = await t.admin.post(`/admin/v1/users/${created.body.id}/credentials`);
     assert.equal(cred.status, 201, JSON.stringify(cred.body));
+    const authorization = basic(cred.body.username, cred.body.password);
     return {
       userId: created.body.id,
       email,
       username: cred.body.username,
-      client: clientFor(t.app, basic(cred.body.username, cred.body.password)),
+      authorization,
+      client: clientFor(t.app, authorization),
     };
   }
 
