@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
+  type FastifyError,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
@@ -47,7 +48,19 @@ function appendOnRequest(scope: FastifyInstance, hook: Hook) {
   });
 }
 
+const HEALTH_ROUTES = new Set(['/healthz', '/readyz']);
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * A URL the router cannot take (bad percent-encoding, an over-long path parameter) never reaches a
+ * route, so no hook runs: render the usual JSON error (G7, G8) and do what the hooks would have done
+ * (echo the request id, log the completion).
+ */
+function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.raw.once('finish', () => request.log.info({ res: reply }, 'request completed'));
+  reply.header('x-request-id', request.id);
+  return errorHandler(error, request, reply);
+}
 
 /** The one place the HTTP application is assembled; everything comes in through `deps`. */
 export async function buildApp(deps: AppDeps) {
@@ -64,6 +77,7 @@ export async function buildApp(deps: AppDeps) {
       customOptions: { allErrors: true, removeAdditional: 'all', coerceTypes: 'array', useDefaults: true },
     },
     routerOptions: { maxParamLength: 200 },
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Every method and URL the app registers (test/api/security.test.ts checks each one is in its table).
@@ -113,7 +127,8 @@ export async function buildApp(deps: AppDeps) {
         const pair = parseBasic(request.headers.authorization);
         return pair ? `cred:${pair.username}` : `ip:${request.ip}`;
       },
-      allowList: (request) => request.url === '/healthz' || request.url === '/readyz',
+      // By route, not by raw URL: `/healthz?probe=1` is still a health probe.
+      allowList: (request) => HEALTH_ROUTES.has(request.routeOptions.url ?? ''),
       errorResponseBuilder: (_request, context) =>
         Errors.rateLimited(Math.max(1, Math.ceil(context.ttl / 1000))),
     });

@@ -51,8 +51,9 @@ function intVar(
 ): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
+  // Decimal digits only: Number() would also take " 80", "0x50" and "8e1".
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
     problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
     return fallback;
   }

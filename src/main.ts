@@ -1,5 +1,5 @@
 import { count } from 'drizzle-orm';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { buildApp } from './app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -20,27 +20,47 @@ export async function openConfiguredDatabase(config: Config): Promise<Database> 
   }
 }
 
+/** Pino options of the API: LOG_LEVEL, and no credential or secret in a log line (design.md, Secrets). */
+export function loggerOptions(config: Config) {
+  return {
+    level: config.logLevel,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.private_key'],
+      remove: true,
+    },
+  };
+}
+
+/**
+ * The rate limiter's Redis client (REDIS_URL). The limiter fails open (app.ts), so every command must
+ * fail fast rather than wait: no offline queue while disconnected, a command timeout for a Redis that
+ * stopped answering, and a socket timeout that drops a silent connection so ioredis reconnects (G11).
+ */
+export function createRedis(url: string, options: RedisOptions = {}): Redis {
+  const redis = new Redis(url, {
+    connectTimeout: 1000,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    commandTimeout: 500,
+    socketTimeout: 1000,
+    ...options,
+  });
+  redis.on('error', () => {}); // fail open (see app.ts); ioredis reconnects by itself
+  return redis;
+}
+
 /** Composition root of `hostplane serve`: config → db (+lock) → migrate → app → listen; clean shutdown. */
 export async function serve(config: Config, print: (line: string) => void = console.log) {
   const database = await openConfiguredDatabase(config);
   const admin = loadOrCreateSecret(config.adminToken, config.dataDir, 'admin-token');
-  const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false })
-    : undefined;
-  redis?.on('error', () => {}); // fail open (see app.ts); ioredis reconnects by itself
+  const redis = config.redisUrl ? createRedis(config.redisUrl) : undefined;
   const app = await buildApp({
     config,
     database,
     clock: systemClock,
     adminToken: admin.value,
     redis,
-    logger: {
-      level: config.logLevel,
-      redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.private_key'],
-        remove: true,
-      },
-    },
+    logger: loggerOptions(config),
   });
 
   // Installed before the banner: a supervisor that signals as soon as it reads it gets a clean stop.

@@ -65,6 +65,10 @@ function toAppError(error: FastifyError, request: FastifyRequest): AppError | nu
       return Errors.unsupportedMediaType(String(request.headers['content-type'] ?? ''));
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return Errors.payloadTooLarge(request.routeOptions.bodyLimit ?? 0);
+    case 'FST_ERR_BAD_URL':
+      return Errors.badRequest('Malformed URL: invalid percent-encoding');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return Errors.badRequest('Malformed URL: a path parameter is too long');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return Errors.badRequest(`Malformed JSON body: ${error.message}`);

@@ -7,13 +7,13 @@ export interface Member {
   userId: string;
   email: string;
   username: string;
-  /** The member's `Authorization: Basic ...` header. */
+  /** The `Authorization: Basic ...` value of the member's credential (for other app instances). */
   authorization: string;
   client: Client;
 }
 
 /** Factories over the admin API: every call makes fresh rows, so tests never clean up. */
-export function factories(t: TestApp) {
+export function factories(t: Pick<TestApp, 'admin' | 'app'>) {
   async function account(overrides: Record<string, unknown> = {}): Promise<Json> {
     const res = await t.admin.post('/admin/v1/accounts', {
       name: `Account ${randomBytes(3).toString('hex')}`,

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { after } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
+import type { Redis } from 'ioredis';
 import { type App, buildApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/client.js';
+import { loggerOptions } from '../../src/main.js';
 import { cloneDatabase } from './databases.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are arbitrary JSON, asserted field by field.
@@ -87,27 +89,36 @@ export const basic = (username: string, password: string) =>
 
 export const uniqueName = (prefix = 'i') => `${prefix}${randomBytes(5).toString('hex')}`;
 
-export interface TestApp {
+export interface StartedApp {
   app: App;
-  database: Database;
-  /** Set on PostgreSQL: the URL of this file's database. */
-  databaseUrl?: string;
   clock: ReturnType<typeof testClock>;
   admin: Client;
   anonymous: Client;
+  /** Closes the app (not its database). */
+  close(): Promise<void>;
+}
+
+export interface TestApp extends StartedApp {
+  database: Database;
+  /** Set on PostgreSQL: the URL of this file's database. */
+  databaseUrl?: string;
+  /** Closes the app and drops its database. */
   close(): Promise<void>;
 }
 
 export interface TestAppOptions {
   env?: Record<string, string>;
+  /** Where pino writes, with the production logger options (src/main.ts); no logs when unset. */
+  logStream?: NodeJS.WritableStream;
+  /** Shared rate-limit store (what REDIS_URL gives in production). */
+  redis?: Redis;
 }
 
 /**
- * Builds the app on a fresh clone of the migrated template database. Closed automatically after the
- * test file (the node:test `after` hook): call it at the top level of the file (top-level await).
+ * Builds and readies an app on a database the caller owns (a test file's clone, or the same database
+ * opened another way, e.g. through a TCP proxy). The caller closes it; {@link buildTestApp} does so.
  */
-export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const cloned = await cloneDatabase();
+export async function startApp(database: Database, options: TestAppOptions = {}): Promise<StartedApp> {
   const config = loadConfig({
     DATA_DIR: '.tmp/data-unused',
     RATE_LIMIT_PER_MINUTE: '0',
@@ -117,27 +128,43 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
   const clock = testClock();
   const app = await buildApp({
     config,
-    database: cloned.database,
+    database,
     clock,
     adminToken: ADMIN_TOKEN,
-    logger: false,
+    logger: options.logStream ? { ...loggerOptions(config), stream: options.logStream } : false,
+    ...(options.redis && { redis: options.redis }),
   });
   await app.ready();
+  return {
+    app,
+    clock,
+    admin: clientFor(app, `Bearer ${ADMIN_TOKEN}`),
+    anonymous: clientFor(app),
+    close: () => app.close(),
+  };
+}
+
+/**
+ * Builds the app on a fresh clone of the migrated template database. Closed automatically after the
+ * test file (the node:test `after` hook): call it at the top level of the file (top-level await),
+ * and finish all top-level setup before the first `describe`/`it`: node:test starts running declared
+ * tests while top-level code is still awaiting, and may close the file's apps under it.
+ */
+export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const cloned = await cloneDatabase();
+  const started = await startApp(cloned.database, options);
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
-    await app.close();
+    await started.close();
     await cloned.drop();
   };
   after(close);
   return {
-    app,
+    ...started,
     database: cloned.database,
     ...(cloned.url && { databaseUrl: cloned.url }),
-    clock,
-    admin: clientFor(app, `Bearer ${ADMIN_TOKEN}`),
-    anonymous: clientFor(app),
     close,
   };
 }

@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from './config.js';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err.problems;
+  }
+  assert.fail(`no ConfigError for ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  it('uses the documented defaults when nothing is set (design.md, Configuration)', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.dataDir, path.resolve('./data'));
+    assert.deepEqual(config.db, { kind: 'pglite', dir: path.join(path.resolve('./data'), 'pg') });
+    assert.equal(config.publicUrl, null);
+    assert.equal(config.adminToken, null);
+    assert.equal(config.secretKey, null);
+    assert.equal(config.rateLimitPerMinute, 1200);
+    assert.equal(config.redisUrl, null);
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.bodyLimitBytes, 1024 * 1024);
+    assert.equal(config.installDomain, 'hostplane.app');
+    assert.equal(config.authCacheSeconds, 10);
+    assert.ok(Object.isFrozen(config));
+  });
+
+  it('treats empty variables as unset', () => {
+    const config = loadConfig({
+      PORT: '',
+      DATABASE_URL: '',
+      LOG_LEVEL: '',
+      RATE_LIMIT_PER_MINUTE: '',
+      REDIS_URL: '',
+    });
+    assert.equal(config.port, 8080);
+    assert.equal(config.db.kind, 'pglite');
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.rateLimitPerMinute, 1200);
+    assert.equal(config.redisUrl, null);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '9090',
+      HOST: '127.0.0.1',
+      DATA_DIR: '/srv/hostplane',
+      DATABASE_URL: 'postgresql://u:p@db:5432/hostplane',
+      PUBLIC_URL: 'https://api.example.test/',
+      HOSTPLANE_ADMIN_TOKEN: 'a'.repeat(16),
+      HOSTPLANE_SECRET_KEY: 'k'.repeat(32),
+      RATE_LIMIT_PER_MINUTE: '0',
+      REDIS_URL: 'rediss://cache:6380',
+      LOG_LEVEL: 'warn',
+      BODY_LIMIT_BYTES: '4096',
+      INSTALL_DOMAIN: 'wp.example.test',
+      AUTH_CACHE_SECONDS: '0',
+    });
+    assert.equal(config.port, 9090);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.dataDir, path.resolve('/srv/hostplane'));
+    assert.deepEqual(config.db, { kind: 'postgres', url: 'postgresql://u:p@db:5432/hostplane' });
+    assert.equal(config.publicUrl, 'https://api.example.test', 'trailing slash removed');
+    assert.equal(config.rateLimitPerMinute, 0, '0 turns limits off');
+    assert.equal(config.redisUrl, 'rediss://cache:6380');
+    assert.equal(config.logLevel, 'warn');
+    assert.equal(config.bodyLimitBytes, 4096);
+    assert.equal(config.installDomain, 'wp.example.test');
+    assert.equal(config.authCacheSeconds, 0);
+  });
+
+  it('reports every malformed variable in one ConfigError', () => {
+    const env = {
+      PORT: 'eighty',
+      DATABASE_URL: 'mysql://db/hostplane',
+      PUBLIC_URL: 'not a url',
+      HOSTPLANE_ADMIN_TOKEN: 'short',
+      HOSTPLANE_SECRET_KEY: 'also-short',
+      RATE_LIMIT_PER_MINUTE: '-5',
+      REDIS_URL: 'http://cache:6379',
+      LOG_LEVEL: 'verbose',
+      BODY_LIMIT_BYTES: '10',
+      INSTALL_DOMAIN: 'Not_A_Domain',
+      AUTH_CACHE_SECONDS: '1.5',
+    };
+    let error: unknown;
+    try {
+      loadConfig(env);
+    } catch (err) {
+      error = err;
+    }
+    assert.ok(error instanceof ConfigError);
+    assert.equal(error.problems.length, Object.keys(env).length, error.message);
+    for (const name of Object.keys(env)) {
+      assert.equal(
+        error.problems.filter((p) => p.startsWith(`${name} `)).length,
+        1,
+        `${name}: ${error.message}`,
+      );
+      assert.ok(error.message.includes(name), name);
+    }
+    // The message lists the problems one per line, for the terminal.
+    assert.equal(error.message.split('\n').length, Object.keys(env).length + 1);
+    // A secret's value is never echoed.
+    assert.ok(!error.message.includes('also-short'));
+    assert.ok(!error.message.includes('"short"'));
+  });
+
+  for (const [name, value] of [
+    ['PORT', '65536'],
+    ['PORT', '0x50'],
+    ['PORT', '8e3'],
+    ['PORT', ' 8080'],
+    ['PORT', '80.0'],
+    ['RATE_LIMIT_PER_MINUTE', '1e3'],
+    ['RATE_LIMIT_PER_MINUTE', '99999999999999999999'],
+    ['BODY_LIMIT_BYTES', '1023'],
+    ['BODY_LIMIT_BYTES', String(64 * 1024 * 1024 + 1)],
+    ['AUTH_CACHE_SECONDS', '3601'],
+    ['LOG_LEVEL', 'INFO'],
+    ['DATABASE_URL', 'postgres//missing-colon'],
+    ['PUBLIC_URL', 'ftp://files.example.test'],
+    ['REDIS_URL', 'cache:6379'],
+    ['INSTALL_DOMAIN', 'localhost'],
+    ['INSTALL_DOMAIN', '-bad.example'],
+  ] as const) {
+    it(`rejects ${name}=${JSON.stringify(value)} with a problem naming the variable`, () => {
+      const problems = problemsOf({ [name]: value });
+      assert.equal(problems.length, 1, problems.join('; '));
+      assert.ok(problems[0]?.startsWith(`${name} `), problems[0]);
+    });
+  }
+
+  it('accepts the edges of every range', () => {
+    const low = loadConfig({
+      PORT: '0',
+      RATE_LIMIT_PER_MINUTE: '0',
+      BODY_LIMIT_BYTES: '1024',
+      AUTH_CACHE_SECONDS: '0',
+    });
+    assert.deepEqual(
+      [low.port, low.rateLimitPerMinute, low.bodyLimitBytes, low.authCacheSeconds],
+      [0, 0, 1024, 0],
+    );
+    const high = loadConfig({
+      PORT: '65535',
+      RATE_LIMIT_PER_MINUTE: '10000000',
+      BODY_LIMIT_BYTES: String(64 * 1024 * 1024),
+      AUTH_CACHE_SECONDS: '3600',
+    });
+    assert.deepEqual(
+      [high.port, high.rateLimitPerMinute, high.bodyLimitBytes, high.authCacheSeconds],
+      [65535, 10_000_000, 64 * 1024 * 1024, 3600],
+    );
+  });
+});

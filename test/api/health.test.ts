@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Database, openDatabase } from '../../src/db/client.js';
+import { assertErrorBody } from '../support/assertions.js';
+import { TEST_DB } from '../support/databases.js';
+import { factories } from '../support/factories.js';
+import { buildTestApp, clientFor, type Res, type StartedApp, startApp } from '../support/harness.js';
+import { captureLogs, settle } from '../support/logs.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+
+const t = await buildTestApp();
+const f = factories(t);
+
+describe('health probes', () => {
+  it('G11 /healthz answers 200 {status:"ok"} without credentials', async () => {
+    const res = await t.anonymous.get('/healthz');
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, { status: 'ok' });
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+  });
+
+  it('G11 /readyz answers 200 {status:"ok"} when the database answers', async () => {
+    const res = await t.anonymous.get('/readyz');
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, { status: 'ok' });
+  });
+});
+
+// Only PostgreSQL is reached over the network; the embedded PGlite cannot become unreachable.
+if (TEST_DB === 'postgres') {
+  describe('PostgreSQL unreachable and back (G11)', () => {
+    let proxy: TcpProxy;
+    let database: Database;
+    let api: StartedApp;
+    const logs = captureLogs();
+
+    // This file's database, opened a second time through a proxy that the tests cut and restore.
+    before(async () => {
+      assert.ok(t.databaseUrl);
+      const direct = new URL(t.databaseUrl);
+      proxy = await startTcpProxy(Number(direct.port || 5432), direct.hostname);
+      const proxied = new URL(t.databaseUrl);
+      proxied.hostname = '127.0.0.1';
+      proxied.port = String(proxy.port);
+      database = await openDatabase({ kind: 'postgres', url: proxied.toString(), poolSize: 5 });
+      api = await startApp(database, { logStream: logs.stream });
+    });
+    after(async () => {
+      await api.close();
+      await database.close();
+      await proxy.close();
+    });
+
+    /** An owner whose credential the proxied app has verified (cached) or never seen (uncached). */
+    async function callers() {
+      const w = await f.world();
+      const cached = clientFor(api.app, w.owner.authorization);
+      assert.equal((await cached.get('/v1/sites')).status, 200); // verified once: now cached
+      const fresh = await f.user([{ account_id: w.account.id, roles: 'owner' }]);
+      return { w, cached, uncached: clientFor(api.app, fresh.authorization) };
+    }
+
+    function assertUnavailable(res: Res, what: string) {
+      assert.equal(res.status, 503, `${what}: ${res.raw.body}`);
+      assertErrorBody(res, 503);
+      assert.deepEqual(Object.keys(res.body), ['message'], what);
+      assert.match(String(res.headers['x-request-id']), /.+/, what);
+    }
+
+    for (const mode of ['refuse', 'blackhole'] as const) {
+      it(`G11 database ${mode === 'refuse' ? 'refusing connections' : 'host gone silent'}: 503 JSON for reads, writes, auth and /readyz, never 500; 200 again once it is back`, {
+        timeout: 30_000,
+      }, async () => {
+        const { w, cached, uncached } = await callers();
+        const write = { name: 'During outage', account_id: w.account.id };
+
+        await proxy.cut(mode);
+        logs.clear();
+        // All at once: with a silent host each waits for the pool's connect timeout.
+        const [read, readUncached, created, ready, healthy] = await Promise.all([
+          cached.get('/v1/sites'),
+          uncached.get('/v1/sites'),
+          cached.post('/v1/sites', write),
+          api.anonymous.get('/readyz'),
+          api.anonymous.get('/healthz'),
+        ]);
+        assertUnavailable(read, 'cached credential, GET /v1/sites');
+        assertUnavailable(readUncached, 'uncached credential, GET /v1/sites');
+        assertUnavailable(created, 'POST /v1/sites');
+        assertUnavailable(ready, '/readyz');
+        assert.equal(healthy.status, 200, '/healthz does not depend on the database');
+        await settle();
+        // Logged as a dependency problem (warn), not as an unhandled error.
+        assert.equal(logs.lines().filter((line) => line.level >= 50).length, 0, logs.text());
+        assert.ok(logs.lines().some((line) => line.msg === 'dependency unavailable'));
+
+        await proxy.restore();
+        // The same app instance, no restart: the pool opens new connections by itself.
+        assert.equal((await api.anonymous.get('/readyz')).status, 200);
+        assert.equal((await cached.get('/v1/sites')).status, 200);
+        assert.equal((await uncached.get('/v1/sites')).status, 200);
+        const createdAfter = await cached.post('/v1/sites', write);
+        assert.equal(createdAfter.status, 201, JSON.stringify(createdAfter.body));
+        const listed = await uncached.get(`/v1/sites?account_id=${w.account.id}`);
+        assert.deepEqual(
+          listed.body.results.map((s: { name: string }) => s.name).sort(),
+          [w.site.name, 'During outage'].sort(),
+          'the write refused during the outage did not happen',
+        );
+      });
+    }
+
+    it('G11 the database going away between requests of one client: each request is 503 or 200, never 500', {
+      timeout: 30_000,
+    }, async () => {
+      const { cached } = await callers();
+      const statuses: number[] = [];
+      for (let round = 0; round < 3; round++) {
+        statuses.push((await cached.get('/v1/sites')).status);
+        await proxy.cut('refuse');
+        statuses.push((await cached.get('/v1/sites')).status);
+        statuses.push((await api.anonymous.get('/readyz')).status);
+        await proxy.restore();
+      }
+      statuses.push((await cached.get('/v1/sites')).status);
+      assert.deepEqual(statuses, [200, 503, 503, 200, 503, 503, 200, 503, 503, 200]);
+    });
+  });
+}
