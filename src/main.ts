@@ -24,6 +24,7 @@ export async function openConfiguredDatabase(config: Config): Promise<Database> 
 export async function serve(config: Config, print: (line: string) => void = console.log) {
   const database = await openConfiguredDatabase(config);
   const admin = loadOrCreateSecret(config.adminToken, config.dataDir, 'admin-token');
+  const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false })
     : undefined;
@@ -33,6 +34,7 @@ export async function serve(config: Config, print: (line: string) => void = cons
     database,
     clock: systemClock,
     adminToken: admin.value,
+    secretKey,
     redis,
     logger: {
       level: config.logLevel,

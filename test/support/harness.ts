@@ -29,6 +29,8 @@ export interface Client {
 }
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+/** HOSTPLANE_SECRET_KEY of the tests (a file may pass its own through `env`). */
+export const SECRET_KEY = 'test-secret-key-0123456789abcdefghijklmnop';
 
 /** A clock the tests move by hand. */
 export function testClock(start = new Date()): Clock & { advance(ms: number): void; set(d: Date): void } {
@@ -112,6 +114,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     DATA_DIR: '.tmp/data-unused',
     RATE_LIMIT_PER_MINUTE: '0',
     HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
+    HOSTPLANE_SECRET_KEY: SECRET_KEY,
     ...options.env,
   });
   const clock = testClock();
@@ -120,6 +123,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     database: cloned.database,
     clock,
     adminToken: ADMIN_TOKEN,
+    secretKey: config.secretKey ?? SECRET_KEY,
     logger: false,
   });
   await app.ready();
