@@ -2,22 +2,27 @@ import { randomBytes } from 'node:crypto';
 import type { Caller } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
-import { sqlState } from '../../db/errors.js';
 import { withTransaction } from '../../db/transaction.js';
-import { type AppError, Errors, type FieldError, type FieldErrorType } from '../../errors.js';
+import { Errors, type FieldError } from '../../errors.js';
 import type { Page } from '../../http/pagination.js';
 import type { InstallRow } from '../installs/installs.repo.js';
 import type { InstallsService } from '../installs/installs.service.js';
-import {
-  isWildcard,
-  normalizeDomainName,
-  txtRecordsMatch,
-  VERIFICATION_VALUE_PREFIX,
-  verificationBase,
-  verificationRecordName,
-} from './domain-name.js';
+import { VERIFICATION_VALUE_PREFIX, verificationRecordName } from './domain-name.js';
 import * as repo from './domains.repo.js';
-import { lookupTxt, type TxtResolver } from './txt-resolver.js';
+import {
+  batchFailure,
+  checkAgainstDatabase,
+  checkBatch,
+  checkNewItem,
+  checkUpdate,
+  invalid,
+  type NewDomainInput,
+  type UpdateDomainInput,
+} from './domains.rules.js';
+import { createDomainVerification } from './domains.verify.service.js';
+import type { TxtResolver } from './txt-resolver.js';
+
+export type { NewDomainInput, UpdateDomainInput } from './domains.rules.js';
 
 /** network_details.network_info.ssl.status: a certificate of the install covers the name (or not). */
 export type SslStatus = 'active' | 'expired' | 'none';
@@ -36,35 +41,11 @@ export interface DomainsDeps {
 /** A domain row with what its record shows about the install: DNS targets and SSL status. */
 export type DomainView = repo.DomainRow & { cname: string; a_records: string[]; ssl_status: SslStatus };
 
-export interface NewDomainInput {
-  name: string;
-  primary?: boolean;
-  /** A domain id of the same install; `nil` (or absent) for none. */
-  redirect_to?: string;
-}
-
-export interface UpdateDomainInput {
-  primary?: boolean;
-  redirect_to?: string;
-  secure_all_urls?: boolean;
-}
-
-const RESOURCE = 'domain';
-const field = (path: string, type: FieldErrorType, code: string, message: string): FieldError => ({
-  resource: RESOURCE,
-  field: path,
-  type,
-  code,
-  message,
-});
-const invalid = (path: string, code: string, message: string) =>
-  Errors.invalidValue(RESOURCE, path, message, code);
-
 /** D7: an unguessable value (32 random bytes) for the TXT record. */
 const newVerificationValue = () => `${VERIFICATION_VALUE_PREFIX}${randomBytes(32).toString('base64url')}`;
 
 export function createDomainsService(deps: DomainsDeps) {
-  const { db, clock, installs, resolver, installDomain } = deps;
+  const { db, installs, installDomain } = deps;
 
   async function views(install: InstallRow, rows: repo.DomainRow[]): Promise<DomainView[]> {
     const ssl =
@@ -99,114 +80,14 @@ export function createDomainsService(deps: DomainsDeps) {
     });
   }
 
-  /** Rules on one new domain that need no database; `at` prefixes field names (`domains[3].`). */
-  function checkItem(item: NewDomainInput, at: string, errors: FieldError[]) {
-    const result = normalizeDomainName(item.name, installDomain);
-    if (!result.ok) {
-      errors.push(field(`${at}name`, 'invalid_value', result.code, result.message));
-      return null;
-    }
-    const redirect = item.redirect_to && item.redirect_to !== 'nil' ? item.redirect_to : null;
-    if (item.primary && result.wildcard) {
-      errors.push(
-        field(
-          `${at}primary`,
-          'invalid_value',
-          'wildcard_cannot_be_primary',
-          'A wildcard domain cannot be primary',
-        ),
-      );
-    }
-    if (item.primary && redirect) {
-      errors.push(
-        field(
-          `${at}primary`,
-          'invalid_value',
-          'redirected_cannot_be_primary',
-          'A redirected domain cannot be primary',
-        ),
-      );
-    }
-    return { name: result.name, primary: item.primary === true, redirect };
-  }
-
-  /** D5: a new domain may redirect to a domain of the same install that does not redirect itself. */
-  async function checkRedirectTarget(tx: Db, installId: string, targetId: string, at: string) {
-    const target = await repo.findDomain(tx, installId, targetId);
-    if (!target) {
-      return field(
-        `${at}redirect_to`,
-        'invalid_value',
-        'redirect_target_not_found',
-        `Domain ${targetId} is not a domain of this install`,
-      );
-    }
-    if (target.redirect_to_id) {
-      return field(
-        `${at}redirect_to`,
-        'invalid_value',
-        'redirect_chain',
-        `${target.name} itself redirects to ${target.redirect_to_name} (no redirect chains or loops)`,
-      );
-    }
-    if (isWildcard(target.name)) {
-      return field(
-        `${at}redirect_to`,
-        'invalid_value',
-        'redirect_to_wildcard',
-        `${target.name} is a wildcard and cannot be a redirect target`,
-      );
-    }
-    return null;
-  }
-
   /** createDomain and createBulkDomains: all or nothing, every problem reported with its item's field. */
   async function addDomains(install: InstallRow, items: NewDomainInput[], prefix: (i: number) => string) {
     const errors: FieldError[] = [];
-    const checked = items.map((item, i) => checkItem(item, prefix(i), errors));
-    const seen = new Set<string>();
-    checked.forEach((c, i) => {
-      if (!c) return;
-      if (seen.has(c.name)) {
-        errors.push(
-          field(
-            `${prefix(i)}name`,
-            'value_unavailable',
-            'domain_exists',
-            `${c.name} is listed more than once`,
-          ),
-        );
-      }
-      seen.add(c.name);
-    });
-    const primaries = checked.flatMap((c, i) => (c?.primary ? [i] : []));
-    for (const i of primaries.slice(1)) {
-      errors.push(
-        field(
-          `${prefix(i)}primary`,
-          'invalid_value',
-          'multiple_primary',
-          'Only one domain can be primary (D4)',
-        ),
-      );
-    }
-    const names = checked.flatMap((c) => (c ? [c.name] : []));
+    const checked = items.map((item, i) => checkNewItem(item, prefix(i), installDomain, errors));
+    checkBatch(checked, prefix, errors);
     const ids = await locked(install.id, async (tx) => {
-      const existing = await repo.namesOfInstall(tx, install.id, names);
-      const verified = await repo.verifiedNames(tx, names);
-      for (const [i, c] of checked.entries()) {
-        if (!c) continue;
-        if (existing.has(c.name)) {
-          const message = `${c.name} is already a domain of this install`;
-          errors.push(field(`${prefix(i)}name`, 'value_unavailable', 'domain_exists', message));
-        } else if (c.primary && verified.has(c.name)) {
-          const message = `${c.name} is verified on another install: this record is a duplicate and cannot be primary`;
-          errors.push(field(`${prefix(i)}primary`, 'invalid_value', 'duplicate_cannot_be_primary', message));
-        }
-        const problem = c.redirect ? await checkRedirectTarget(tx, install.id, c.redirect, prefix(i)) : null;
-        if (problem) errors.push(problem);
-      }
-      if (errors.length > 0) throw failure(errors, items.length);
+      await checkAgainstDatabase(tx, install.id, checked, prefix, errors);
+      if (errors.length > 0) throw batchFailure(errors, items.length);
       const primary = checked.find((c) => c?.primary);
       if (primary) {
         await repo.clearPrimary(tx, install.id);
@@ -238,58 +119,7 @@ export function createDomainsService(deps: DomainsDeps) {
     );
   }
 
-  function failure(errors: FieldError[], total: number): AppError {
-    if (total === 1 || errors.length === 1)
-      return Errors.badRequest(errors[0]?.message ?? 'Invalid domain', errors);
-    const items = new Set(errors.map((e) => e.field.replace(/\].*$/, ']'))).size;
-    return Errors.badRequest(`${items} of ${total} domains are invalid; none was added`, errors);
-  }
-
-  /** D2-D5: the checks of updateDomain that compare the domain with its new state. */
-  async function checkUpdate(tx: Db, domain: repo.DomainRow, input: UpdateDomainInput) {
-    let redirect = domain.redirect_to_id;
-    if (input.redirect_to !== undefined && input.redirect_to !== 'nil') {
-      if (input.redirect_to === domain.id) {
-        throw invalid('redirect_to', 'redirect_loop', `${domain.name} cannot redirect to itself`);
-      }
-      const problem = await checkRedirectTarget(tx, domain.install_id, input.redirect_to, '');
-      if (problem) throw Errors.badRequest(problem.message, [problem]);
-      const sources = await repo.redirectSources(tx, domain.id);
-      if (sources.length > 0) {
-        const message = `${sources.join(', ')} redirect to ${domain.name}; it cannot redirect in turn (no redirect chains or loops)`;
-        throw invalid('redirect_to', 'redirect_chain', message);
-      }
-      redirect = input.redirect_to;
-    } else if (input.redirect_to === 'nil') {
-      redirect = null;
-    }
-    const primary = input.primary ?? domain.primary;
-    if (input.primary === true && !domain.primary) {
-      // D3: a duplicate, wildcard or redirected domain cannot be made primary.
-      if (domain.duplicate) {
-        const message = `${domain.name} is verified on another install: this record is a duplicate and cannot be primary`;
-        throw invalid('primary', 'duplicate_cannot_be_primary', message);
-      }
-      if (isWildcard(domain.name)) {
-        throw invalid('primary', 'wildcard_cannot_be_primary', 'A wildcard domain cannot be primary');
-      }
-    }
-    if (primary && redirect) {
-      if (input.primary === true) {
-        throw invalid(
-          'primary',
-          'redirected_cannot_be_primary',
-          `${domain.name} redirects and cannot be primary`,
-        );
-      }
-      throw invalid(
-        'redirect_to',
-        'primary_cannot_redirect',
-        `${domain.name} is the primary domain and cannot redirect; make another domain primary first`,
-      );
-    }
-    return { primary, redirect };
-  }
+  const verify = createDomainVerification({ ...deps, locked });
 
   async function readable(caller: Caller, installId: string) {
     return installs.requireInstall(caller, installId, 'installs:read');
@@ -364,57 +194,10 @@ export function createDomainsService(deps: DomainsDeps) {
       });
     },
 
-    /**
-     * D7: looks the TXT record up now. A match verifies the domain; no record (or another value)
-     * leaves it pending and answers the domain as it is. DNS failures are 503/502 and change nothing.
-     */
+    /** D7: verifyDomainTxtRecord (domains.verify.service.ts). */
     async verify(caller: Caller, installId: string, domainId: string) {
       const install = await writable(caller, installId);
-      const domain = await repo.findDomain(db, installId, domainId);
-      if (!domain) throw Errors.notFound();
-      if (domain.ownership_status === 'TXT_VERIFIED' || !domain.txt_verification_value) {
-        return viewOne(install, domainId);
-      }
-      if (domain.duplicate) {
-        throw Errors.valueUnavailable(
-          RESOURCE,
-          'name',
-          `${domain.name} is already verified on another install`,
-          'domain_verified_elsewhere',
-        );
-      }
-      // Outside any transaction: a DNS lookup can take seconds (style rule 5).
-      const records = await lookupTxt(resolver, verificationRecordName(domain.name));
-      if (!txtRecordsMatch(records, domain.txt_verification_value)) return viewOne(install, domainId);
-      try {
-        await locked(installId, async (tx) => {
-          const current = await repo.findDomain(tx, installId, domainId);
-          if (!current) throw Errors.notFound();
-          // Verified (or deleted and re-made) meanwhile: nothing left to do.
-          if (current.txt_verification_value !== domain.txt_verification_value) return;
-          await repo.updateDomain(tx, domainId, {
-            ownership_status: 'TXT_VERIFIED',
-            txt_verified_time: clock.now(),
-            txt_verified_domain: verificationBase(domain.name),
-            txt_verification_key: null,
-            txt_verification_value: null,
-          });
-          for (const other of await repo.demoteDuplicates(tx, domain.name, domainId)) {
-            await installs.setPrimaryDomain(tx, other, null);
-          }
-        });
-      } catch (err) {
-        const state = sqlState(err);
-        if (state?.code === '23505' && state.constraint === 'domains_verified_name_key') {
-          throw Errors.valueUnavailable(
-            RESOURCE,
-            'name',
-            `${domain.name} is already verified on another install`,
-            'domain_verified_elsewhere',
-          );
-        }
-        throw err;
-      }
+      await verify(install, domainId);
       return viewOne(install, domainId);
     },
 
