@@ -20,6 +20,8 @@ import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import type { RouteContext } from './http/route-context.js';
 import { accountsRoutes } from './modules/accounts/accounts.routes.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
+import { certificatesRoutes } from './modules/certificates/certificates.routes.js';
+import { domainsRoutes } from './modules/domains/domains.routes.js';
 import { installsRoutes } from './modules/installs/installs.routes.js';
 import { sitesRoutes } from './modules/sites/sites.routes.js';
 import { healthRoutes, publicRoutes } from './modules/system/system.routes.js';
@@ -32,6 +34,8 @@ export interface AppDeps {
   clock: Clock;
   /** The Bearer token of /admin/v1 (from config or generated into DATA_DIR). */
   adminToken: string;
+  /** HOSTPLANE_SECRET_KEY (from config or generated into DATA_DIR): seals certificate private keys. */
+  secretKey: string;
   /** Pino options, or false for no logs (tests). */
   logger?: FastifyServerOptions['logger'];
   /** Shared rate-limit store (REDIS_URL). */
@@ -140,7 +144,7 @@ export async function buildApp(deps: AppDeps) {
     notFoundHandler,
   );
 
-  const services = createServices({ config, database, clock });
+  const services = createServices({ config, database, clock, secretKey: deps.secretKey });
   const ctx: RouteContext = { config, services };
 
   await app.register(healthRoutes(database.db));
@@ -161,6 +165,8 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(usersRoutes(ctx));
       await v1.register(sitesRoutes(ctx));
       await v1.register(installsRoutes(ctx));
+      await v1.register(domainsRoutes(ctx));
+      await v1.register(certificatesRoutes(ctx));
     },
     { prefix: '/v1' },
   );

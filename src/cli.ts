@@ -4,6 +4,7 @@ import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { openConfiguredDatabase, serve } from './main.js';
 import { SeedFixture } from './modules/admin/admin.schemas.js';
+import { loadOrCreateSecret } from './secrets.js';
 import { createServices } from './services.js';
 
 const USAGE = `usage: hostplane <command>
@@ -24,7 +25,8 @@ async function seed(file: string | undefined) {
   const config = loadConfig();
   const database = await openConfiguredDatabase(config);
   try {
-    const services = createServices({ config, database, clock: systemClock });
+    const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
+    const services = createServices({ config, database, clock: systemClock, secretKey });
     const counts = await services.admin.seed(fixture);
     console.log(`seeded ${JSON.stringify(counts)}`);
   } finally {

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 /** Parsed, validated, frozen configuration. The only reader of `process.env` is {@link loadConfig}. */
@@ -30,6 +31,15 @@ export interface Config {
   readonly installDomain: string;
   /** `AUTH_CACHE_SECONDS`, default 10: how long a verified credential and its memberships are reused. */
   readonly authCacheSeconds: number;
+  /** TXT lookups of domain verification (D7). */
+  readonly dns: {
+    /** `DNS_SERVERS`, default empty (the system resolvers): comma-separated `ip[:port]` / `[ipv6]:port`. */
+    readonly servers: readonly string[];
+    /** `DNS_TIMEOUT_MS`, default 2000: per-try query timeout. */
+    readonly timeoutMs: number;
+    /** `DNS_TRIES`, default 2: tries per name server before the lookup fails as a timeout. */
+    readonly tries: number;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -76,6 +86,23 @@ function urlVar(env: Env, name: string, protocols: string[], problems: string[])
   }
 }
 
+/** `DNS_SERVERS`: IP addresses (node:dns takes no host names) with an optional port. */
+function dnsServersVar(env: Env, problems: string[]): string[] {
+  const raw = env.DNS_SERVERS;
+  if (raw === undefined || raw.trim() === '') return [];
+  const servers = raw.split(',').map((s) => s.trim());
+  for (const server of servers) {
+    const match =
+      /^\[([0-9a-fA-F:.]+)\](?::(\d{1,5}))?$/.exec(server) ?? /^([0-9.]+)(?::(\d{1,5}))?$/.exec(server);
+    const ip = match?.[1] ?? server;
+    const port = match?.[2] === undefined ? 53 : Number(match[2]);
+    if (isIP(ip) === 0 || port < 1 || port > 65535) {
+      problems.push(`DNS_SERVERS must be comma-separated ip[:port] or [ipv6]:port entries (got "${server}")`);
+    }
+  }
+  return servers;
+}
+
 /** Reads every setting at once and throws one {@link ConfigError} listing every problem. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -112,6 +139,11 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     installDomain,
     authCacheSeconds: intVar(env, 'AUTH_CACHE_SECONDS', 10, 0, 3600, problems),
+    dns: Object.freeze({
+      servers: Object.freeze(dnsServersVar(env, problems)),
+      timeoutMs: intVar(env, 'DNS_TIMEOUT_MS', 2000, 10, 60_000, problems),
+      tries: intVar(env, 'DNS_TRIES', 2, 1, 10, problems),
+    }),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -53,12 +53,14 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
 export async function serve(config: Config, print: (line: string) => void = console.log) {
   const database = await openConfiguredDatabase(config);
   const admin = loadOrCreateSecret(config.adminToken, config.dataDir, 'admin-token');
+  const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
   const redis = config.redisUrl ? createRedis(config.redisUrl) : undefined;
   const app = await buildApp({
     config,
     database,
     clock: systemClock,
     adminToken: admin.value,
+    secretKey,
     redis,
     logger: loggerOptions(config),
   });

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -19,3 +19,38 @@ export function loadOrCreateSecret(
   fs.writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
   return { value, generated: true };
 }
+
+/** A sealed value: format version, 12-byte IV, 16-byte GCM tag and ciphertext, each base64url. */
+const SEALED = /^v1\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]+)$/;
+
+/**
+ * AES-256-GCM with a key derived by HKDF-SHA256 from HOSTPLANE_SECRET_KEY. Each value gets a fresh
+ * random IV; `context` (e.g. the certificate id) is bound as additional data, so a sealed value
+ * copied onto another row does not open. Changing the secret key makes existing values unreadable.
+ */
+export function createSecretBox(secretKey: string) {
+  const key = Buffer.from(
+    hkdfSync('sha256', Buffer.from(secretKey, 'utf8'), 'hostplane', 'hostplane/v1/sealed-values', 32),
+  );
+  return {
+    seal(plaintext: Buffer, context: string): string {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      cipher.setAAD(Buffer.from(context, 'utf8'));
+      const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+      const parts = [iv, cipher.getAuthTag(), ciphertext].map((b) => b.toString('base64url'));
+      return `v1.${parts.join('.')}`;
+    },
+    /** Throws when the value was altered, sealed under another key or for another context. */
+    open(sealed: string, context: string): Buffer {
+      const match = SEALED.exec(sealed);
+      if (!match?.[1] || !match[2] || !match[3]) throw new Error('not a sealed value');
+      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(match[1], 'base64url'));
+      decipher.setAAD(Buffer.from(context, 'utf8'));
+      decipher.setAuthTag(Buffer.from(match[2], 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(match[3], 'base64url')), decipher.final()]);
+    },
+  };
+}
+
+export type SecretBox = ReturnType<typeof createSecretBox>;

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import {
+  type AnyPgColumn,
   boolean,
   foreignKey,
   index,
@@ -144,4 +145,77 @@ export const installs = pgTable(
   ],
 );
 
-export const schema = { accounts, users, memberships, membershipInstalls, credentials, sites, installs };
+/** D7: the two ownership states of a domain. */
+export const OWNERSHIP_STATUSES = ['TXT_VERIFICATION_PENDING', 'TXT_VERIFIED'] as const;
+
+/** Domains of an install (D1-D7). `name` is ASCII (punycode), lower-case; `*.` marks a wildcard. */
+export const domains = pgTable(
+  'domains',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    install_id: uuid('install_id')
+      .notNull()
+      .references(() => installs.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    primary: boolean('primary').notNull().default(false),
+    secure_all_urls: boolean('secure_all_urls').notNull().default(false),
+    // D5: the service refuses deleting a redirect target; set null is only the backstop.
+    redirect_to_id: uuid('redirect_to_id').references((): AnyPgColumn => domains.id, {
+      onDelete: 'set null',
+    }),
+    ownership_status: text('ownership_status', { enum: OWNERSHIP_STATUSES })
+      .notNull()
+      .default('TXT_VERIFICATION_PENDING'),
+    txt_verification_key: text('txt_verification_key'),
+    txt_verification_value: text('txt_verification_value'),
+    txt_verified_time: timestamp('txt_verified_time', { withTimezone: true, mode: 'date' }),
+    txt_verified_domain: text('txt_verified_domain'),
+    created_at: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('domains_install_id_name_key').on(t.install_id, t.name),
+    // D4: at most one primary domain per install.
+    uniqueIndex('domains_one_primary_per_install_key').on(t.install_id).where(sql`${t.primary}`),
+    // D3: a name is verified on at most one install platform-wide; unverified duplicates are allowed.
+    uniqueIndex('domains_verified_name_key').on(t.name).where(sql`${t.ownership_status} = 'TXT_VERIFIED'`),
+    index('domains_name_idx').on(t.name),
+    index('domains_install_id_created_idx').on(t.install_id, t.created_at, t.id),
+    index('domains_redirect_to_id_idx').on(t.redirect_to_id),
+  ],
+);
+
+/**
+ * Third-party certificates of an install (L1, L2). The chain is public and kept as PEM; the private
+ * key is kept only AES-256-GCM sealed (see secrets.ts), never as PEM.
+ */
+export const certificates = pgTable(
+  'certificates',
+  {
+    id: uuid('id').primaryKey(),
+    install_id: uuid('install_id')
+      .notNull()
+      .references(() => installs.id, { onDelete: 'cascade' }),
+    chain_pem: text('chain_pem').notNull(),
+    private_key_sealed: text('private_key_sealed').notNull(),
+    subject: text('subject').notNull(),
+    issuer: text('issuer').notNull(),
+    serial: text('serial').notNull(),
+    fingerprint: text('fingerprint').notNull(),
+    not_before: timestamp('not_before', { withTimezone: true, mode: 'date' }).notNull(),
+    not_after: timestamp('not_after', { withTimezone: true, mode: 'date' }).notNull(),
+    created_at: createdAt(),
+  },
+  (t) => [index('certificates_install_id_created_idx').on(t.install_id, t.created_at, t.id)],
+);
+
+export const schema = {
+  accounts,
+  users,
+  memberships,
+  membershipInstalls,
+  credentials,
+  sites,
+  installs,
+  domains,
+  certificates,
+};

@@ -16,8 +16,12 @@ interface AjvError {
   message?: string;
 }
 
+/** `/domains/3/name` → `domains[3].name`: array items are indexed as in errors[] of bulk operations. */
 function fieldName(error: AjvError): string {
-  const base = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+  const base = (error.instancePath ?? '')
+    .replace(/\/(\d+)(?=\/|$)/g, '[$1]')
+    .replace(/^\//, '')
+    .replaceAll('/', '.');
   const missing = error.keyword === 'required' ? String(error.params?.missingProperty ?? '') : '';
   return [base, missing].filter(Boolean).join('.') || '(body)';
 }

@@ -38,7 +38,7 @@ describe('admin users, memberships and credentials', () => {
       memberships: [{ account_id: acct.id, roles: 'admin' }],
     });
     assert.equal(bad.status, 400);
-    assert.equal(bad.body.errors[0].field, 'memberships.0.roles');
+    assert.equal(bad.body.errors[0].field, 'memberships[0].roles');
     for (const roles of ['owner', 'full', 'full,billing', 'partial', 'partial,billing']) {
       const user = await t.admin.post('/admin/v1/users', {
         email: `${roles.replace(',', '-')}-${acct.id.slice(0, 8)}@example.test`,

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { can, ROLES } from '../../src/auth/access.js';
+import { startDnsServer } from '../support/dns-server.js';
 import { factories, type Member } from '../support/factories.js';
 import { ADMIN_TOKEN, basic, buildTestApp, clientFor, type Res } from '../support/harness.js';
+import { b64, createPki } from '../support/pki.js';
 import {
   ADMIN_ROUTES,
   API_ROUTES,
   type ApiRoute,
   buildWorld,
+  certificateFor,
   expectAccessError,
   expectBadCredentials,
   expectEmptyPage,
@@ -26,9 +29,25 @@ import {
 
 // The shared authorization suite: every route of the app against G2, G3, G4, A1 and A2, generated
 // from the table in test/support/security.ts. One world (one member per role) serves every test.
-const t = await buildTestApp();
+// A real DNS server that knows no name (verification answers 200, still pending) and a test PKI, so
+// allowed roles get genuine successes on the domain and certificate routes.
+const dns = await startDnsServer();
+const t = await buildTestApp({ env: { DNS_SERVERS: dns.address } });
 const f = factories(t);
 const w = await buildWorld(f);
+const pki = createPki(t.clock.now());
+certificateFor.body = (name) => {
+  const leaf = pki.leaf({ names: [name] });
+  return {
+    certificate: b64([leaf, pki.intermediate, pki.root].map((c) => c.certPem).join('')),
+    private_key: b64(leaf.keyPem),
+  };
+};
+const imported = await w.a.members.owner.client.post(
+  `/v1/installs/${w.a.installV.id}/ssl_certificates/third_party`,
+  certificateFor.body(w.a.domainV.name),
+);
+assert.equal(imported.status, 200, JSON.stringify(imported.body));
 
 /** Sends the route's request for `target` as `member` (or with a raw Authorization header). */
 async function call(route: ApiRoute, target: Target, as: Member | string | null): Promise<Res> {

@@ -31,6 +31,8 @@ export interface Client {
 }
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+/** HOSTPLANE_SECRET_KEY of the tests (a file may pass its own through `env`). */
+export const SECRET_KEY = 'test-secret-key-0123456789abcdefghijklmnop';
 
 /** A clock the tests move by hand. */
 export function testClock(start = new Date()): Clock & { advance(ms: number): void; set(d: Date): void } {
@@ -123,6 +125,7 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     DATA_DIR: '.tmp/data-unused',
     RATE_LIMIT_PER_MINUTE: '0',
     HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
+    HOSTPLANE_SECRET_KEY: SECRET_KEY,
     ...options.env,
   });
   const clock = testClock();
@@ -131,6 +134,7 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     database,
     clock,
     adminToken: ADMIN_TOKEN,
+    secretKey: config.secretKey ?? SECRET_KEY,
     logger: options.logStream ? { ...loggerOptions(config), stream: options.logStream } : false,
     ...(options.redis && { redis: options.redis }),
   });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { type Action, ROLES, type Role } from '../../src/auth/access.js';
 import { MESSAGES } from '../../src/errors.js';
+import { addDomain, uniqueDomain } from './domains.js';
 import type { factories, Member } from './factories.js';
 import type { Json, Method, Res } from './harness.js';
 
@@ -36,8 +37,11 @@ export interface World {
     installV: Json;
     installH1: Json;
     installH2: Json;
+    /** A domain of installV (visible to every member), of installH1 (hidden from partial members). */
+    domainV: Json;
+    domainH: Json;
   };
-  b: { account: Json; owner: Member; site: Json; install: Json };
+  b: { account: Json; owner: Member; site: Json; install: Json; domain: Json };
   /** A valid credential of a user who belongs to no account. */
   stranger: Member;
   /** Partial member of A with no install_ids: sees nothing. */
@@ -48,6 +52,8 @@ export interface World {
   freshSite(): Promise<Json>;
   /** A production install of A on a fresh site of its own. */
   freshInstall(): Promise<Json>;
+  /** A new domain of installV. */
+  freshDomain(): Promise<Json>;
 }
 
 export async function buildWorld(f: Factories): Promise<World> {
@@ -74,6 +80,9 @@ export async function buildWorld(f: Factories): Promise<World> {
   const ownerB = await f.user([{ account_id: accountB.id, roles: 'owner' }]);
   const siteB = await f.site(ownerB.client, accountB.id, 'Foreign');
   const installB = await f.install(ownerB.client, accountB.id, siteB.id, 'production');
+  const domainV = await addDomain(ownerA.client, installV.id, uniqueDomain('v'));
+  const domainH = await addDomain(ownerA.client, installH1.id, uniqueDomain('h'));
+  const domainB = await addDomain(ownerB.client, installB.id, uniqueDomain('b'));
 
   const stranger = await f.user([]);
   const partialNone = await f.user([{ account_id: accountA.id, roles: 'partial', install_ids: [] }]);
@@ -84,13 +93,14 @@ export async function buildWorld(f: Factories): Promise<World> {
 
   const freshSite = () => f.site(ownerA.client, accountA.id);
   return {
-    a: { account: accountA, members, siteV, siteH, installV, installH1, installH2 },
-    b: { account: accountB, owner: ownerB, site: siteB, install: installB },
+    a: { account: accountA, members, siteV, siteH, installV, installH1, installH2, domainV, domainH },
+    b: { account: accountB, owner: ownerB, site: siteB, install: installB, domain: domainB },
     stranger,
     partialNone,
     mixed,
     freshSite,
     freshInstall: async () => f.install(ownerA.client, accountA.id, (await freshSite()).id, 'production'),
+    freshDomain: () => addDomain(ownerA.client, installV.id, uniqueDomain('f')),
   };
 }
 
@@ -109,26 +119,36 @@ export interface Resources {
   account: { id: string };
   site: { id: string };
   install: { id: string };
+  domain: { id: string; name?: string };
 }
 
-export async function resourcesFor(w: World, target: Target, fresh?: 'site' | 'install'): Promise<Resources> {
+export type Fresh = 'site' | 'install' | 'domain';
+
+export async function resourcesFor(w: World, target: Target, fresh?: Fresh): Promise<Resources> {
+  const own = { account: w.a.account, site: w.a.siteV, install: w.a.installV, domain: w.a.domainV };
   switch (target) {
     case 'allowed':
-      if (fresh === 'site') return { account: w.a.account, site: await w.freshSite(), install: w.a.installV };
+      if (fresh === 'site') return { ...own, site: await w.freshSite() };
       if (fresh === 'install') {
         const install = await w.freshInstall();
-        return { account: w.a.account, site: install.site, install };
+        return { ...own, site: install.site, install };
       }
-      return { account: w.a.account, site: w.a.siteV, install: w.a.installV };
+      if (fresh === 'domain') return { ...own, domain: await w.freshDomain() };
+      return own;
     case 'own':
-      return { account: w.a.account, site: w.a.siteV, install: w.a.installV };
+      return own;
     case 'hidden':
       // installH1 sits on a site the partial member does see: the install itself must stay hidden.
-      return { account: w.a.account, site: w.a.siteH, install: w.a.installH1 };
+      return { account: w.a.account, site: w.a.siteH, install: w.a.installH1, domain: w.a.domainH };
     case 'foreign':
-      return { account: w.b.account, site: w.b.site, install: w.b.install };
+      return { account: w.b.account, site: w.b.site, install: w.b.install, domain: w.b.domain };
     case 'missing':
-      return { account: { id: randomUUID() }, site: { id: randomUUID() }, install: { id: randomUUID() } };
+      return {
+        account: { id: randomUUID() },
+        site: { id: randomUUID() },
+        install: { id: randomUUID() },
+        domain: { id: randomUUID() },
+      };
   }
 }
 
@@ -161,7 +181,7 @@ export interface ApiRoute {
   /** The success status for allowed roles. */
   ok: 200 | 201 | 204;
   /** Calls that must succeed act on a fresh resource (the route changes or deletes it). */
-  fresh?: 'site' | 'install';
+  fresh?: Fresh;
   /** Builds the request. Bodies are valid, so a missing check would show as a 2xx, not a 400. */
   request(r: Resources): RequestSpec;
 }
@@ -186,6 +206,132 @@ export interface PublicRoute {
 export type SecuredRoute = ApiRoute | AdminRoute | PublicRoute;
 
 const api = (route: Omit<ApiRoute, 'kind'>): ApiRoute => ({ kind: 'api', ...route });
+
+/**
+ * A valid third-party certificate body for domainV, set by the security test once its PKI exists, so
+ * an allowed role's import really succeeds (a missing check would show as a 200, not a 400).
+ */
+export const certificateFor: { body: (domainName: string) => unknown } = {
+  body: () => {
+    throw new Error('certificateFor.body is not set');
+  },
+};
+
+const domainRoutes: ApiRoute[] = [
+  api({
+    method: 'GET',
+    path: '/v1/installs/:install_id/domains',
+    operationId: 'listDomains',
+    action: 'installs:read',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 200,
+    request: (r) => ({ url: `/v1/installs/${r.install.id}/domains` }),
+  }),
+  api({
+    method: 'POST',
+    path: '/v1/installs/:install_id/domains',
+    operationId: 'createDomain',
+    action: 'installs:operate',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 201,
+    request: (r) => ({ url: `/v1/installs/${r.install.id}/domains`, body: { name: uniqueDomain('s') } }),
+  }),
+  api({
+    method: 'POST',
+    path: '/v1/installs/:install_id/domains/bulk',
+    operationId: 'createBulkDomains',
+    action: 'installs:operate',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 201,
+    request: (r) => ({
+      url: `/v1/installs/${r.install.id}/domains/bulk`,
+      body: { domains: [{ name: uniqueDomain('s') }, { name: uniqueDomain('s') }] },
+    }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/installs/:install_id/domains/:domain_id',
+    operationId: 'getDomain',
+    action: 'installs:read',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 200,
+    request: (r) => ({ url: `/v1/installs/${r.install.id}/domains/${r.domain.id}` }),
+  }),
+  api({
+    method: 'PATCH',
+    path: '/v1/installs/:install_id/domains/:domain_id',
+    operationId: 'updateDomain',
+    action: 'installs:operate',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 200,
+    fresh: 'domain',
+    request: (r) => ({
+      url: `/v1/installs/${r.install.id}/domains/${r.domain.id}`,
+      body: { secure_all_urls: true },
+    }),
+  }),
+  api({
+    method: 'DELETE',
+    path: '/v1/installs/:install_id/domains/:domain_id',
+    operationId: 'deleteDomain',
+    action: 'installs:operate',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 204,
+    fresh: 'domain',
+    request: (r) => ({ url: `/v1/installs/${r.install.id}/domains/${r.domain.id}` }),
+  }),
+  api({
+    method: 'POST',
+    path: '/v1/installs/:install_id/domains/:domain_id/verification',
+    operationId: 'verifyDomainTxtRecord',
+    action: 'installs:operate',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    // The suite's DNS server answers NXDOMAIN: a real lookup that leaves the domain pending (200).
+    ok: 200,
+    request: (r) => ({ url: `/v1/installs/${r.install.id}/domains/${r.domain.id}/verification` }),
+  }),
+  api({
+    method: 'POST',
+    path: '/v1/installs/:install_id/ssl_certificates/third_party',
+    operationId: 'importThirdPartySSLCertificate',
+    action: 'installs:operate',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 200,
+    request: (r) => ({
+      url: `/v1/installs/${r.install.id}/ssl_certificates/third_party`,
+      body: certificateFor.body(r.domain.name ?? 'unknown.example.test'),
+    }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/installs/:install_id/ssl_certificates',
+    operationId: 'getInstallCertificates',
+    action: 'installs:read',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 200,
+    request: (r) => ({ url: `/v1/installs/${r.install.id}/ssl_certificates` }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/installs/:install_id/domains/:domain_id/ssl_certificate',
+    operationId: 'getDomainCertificate',
+    action: 'installs:read',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    // 200 once the suite has imported a certificate covering domainV (see security.test.ts).
+    ok: 200,
+    request: (r) => ({ url: `/v1/installs/${r.install.id}/domains/${r.domain.id}/ssl_certificate` }),
+  }),
+];
 const admin = (method: Method, path: string, operationId: string): AdminRoute => ({
   kind: 'admin',
   method,
@@ -345,6 +491,9 @@ export const ROUTES: readonly SecuredRoute[] = [
     fresh: 'install',
     request: (r) => ({ url: `/v1/installs/${r.install.id}` }),
   }),
+
+  // Domains and certificates (issue 4).
+  ...domainRoutes,
 
   // Operators (Bearer token).
   admin('POST', '/admin/v1/accounts', 'adminCreateAccount'),

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, ne, type SQL } from 'drizzle-orm';
+import { and, asc, count, eq, ne, type SQL, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
 import { installs } from '../../db/schema.js';
 import type { Page } from '../../http/pagination.js';
@@ -75,4 +75,18 @@ export async function updateInstall(db: Db, id: string, values: Partial<typeof i
 export async function deleteInstall(db: Db, id: string): Promise<boolean> {
   const rows = await db.delete(installs).where(eq(installs.id, id)).returning({ id: installs.id });
   return rows.length > 0;
+}
+
+/** Locks the install row for the rest of the transaction; false when it does not exist. */
+export async function lockInstall(db: Db, id: string): Promise<boolean> {
+  const rows = await db.select({ id: installs.id }).from(installs).where(eq(installs.id, id)).for('update');
+  return rows.length > 0;
+}
+
+/** D4: `primary_domain` names the primary domain, or the install's own cname when it has none. */
+export async function setPrimaryDomain(db: Db, id: string, name: string | null, installDomain: string) {
+  await db
+    .update(installs)
+    .set({ primary_domain: name ?? sql`${installs.name} || ${`.${installDomain}`}` })
+    .where(eq(installs.id, id));
 }

@@ -184,6 +184,12 @@ export function createInstallsService({ db, accounts, sites, installDomain }: In
       if (!(await repo.deleteInstall(db, installId))) throw Errors.notFound();
     },
 
+    /** For other modules, inside their transaction: serialises changes to the install's children. */
+    lockInstall: (tx: Db, installId: string) => repo.lockInstall(tx, installId),
+    /** D4, for the domains module inside its transaction: null puts back the install's cname. */
+    setPrimaryDomain: (tx: Db, installId: string, name: string | null) =>
+      repo.setPrimaryDomain(tx, installId, name, installDomain),
+
     /** For the admin API: no caller checks. */
     findById: (installId: string) => repo.findInstall(db, installId),
     /** For the admin API. I9: stable IPs only on plans that have them. */

@@ -1,0 +1,58 @@
+import { and, asc, count, desc, eq, inArray } from 'drizzle-orm';
+import type { Db, RowOf } from '../../db/client.js';
+import { certificates } from '../../db/schema.js';
+import type { Page } from '../../http/pagination.js';
+
+// The sealed private key is written once and never selected: nothing here can return it.
+const projection = {
+  id: certificates.id,
+  install_id: certificates.install_id,
+  chain_pem: certificates.chain_pem,
+  subject: certificates.subject,
+  issuer: certificates.issuer,
+  serial: certificates.serial,
+  fingerprint: certificates.fingerprint,
+  not_before: certificates.not_before,
+  not_after: certificates.not_after,
+  created_at: certificates.created_at,
+};
+export type CertificateRow = RowOf<typeof projection>;
+
+export async function listCertificates(db: Db, installId: string, page: Page) {
+  const where = eq(certificates.install_id, installId);
+  const [total] = await db.select({ n: count() }).from(certificates).where(where);
+  const rows = await db
+    .select(projection)
+    .from(certificates)
+    .where(where)
+    .orderBy(asc(certificates.created_at), asc(certificates.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  return { count: Number(total?.n ?? 0), rows };
+}
+
+/** Every certificate of the install, newest first. */
+export function certificatesOfInstall(db: Db, installId: string): Promise<CertificateRow[]> {
+  return db
+    .select(projection)
+    .from(certificates)
+    .where(eq(certificates.install_id, installId))
+    .orderBy(desc(certificates.created_at), desc(certificates.id));
+}
+
+export async function insertCertificate(
+  db: Db,
+  values: typeof certificates.$inferInsert,
+): Promise<CertificateRow> {
+  const [row] = await db.insert(certificates).values(values).returning(projection);
+  if (!row) throw new Error('insert returned no row');
+  return row;
+}
+
+/** Deleting the row is what makes a replaced certificate's key unreadable. */
+export async function deleteCertificates(db: Db, installId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .delete(certificates)
+    .where(and(eq(certificates.install_id, installId), inArray(certificates.id, ids)));
+}

@@ -1,0 +1,115 @@
+import { randomUUID, type X509Certificate } from 'node:crypto';
+import type { Caller } from '../../auth/access.js';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/client.js';
+import { withTransaction } from '../../db/transaction.js';
+import { Errors } from '../../errors.js';
+import type { Page } from '../../http/pagination.js';
+import type { SecretBox } from '../../secrets.js';
+import type { DomainsService, SslStatus } from '../domains/domains.service.js';
+import type { InstallsService } from '../installs/installs.service.js';
+import { coversDomain, leafOf, validateImport } from './certificate-chain.js';
+import * as repo from './certificates.repo.js';
+
+export interface CertificatesDeps {
+  db: Db;
+  clock: Clock;
+  installs: Pick<InstallsService, 'requireInstall' | 'lockInstall'>;
+  domains: Pick<DomainsService, 'namesOf' | 'find'>;
+  /** Seals private keys at rest (AES-256-GCM under HOSTPLANE_SECRET_KEY). */
+  secretBox: SecretBox;
+  /** Roots a chain may end under without including them (default: Node's Mozilla list). */
+  trustedRoots: () => readonly X509Certificate[];
+}
+
+/** A certificate row with the install's domains it covers today. */
+export type CertificateView = repo.CertificateRow & { domains: string[] };
+
+export function createCertificatesService(deps: CertificatesDeps) {
+  const { db, clock, installs, domains, secretBox } = deps;
+
+  function withCoverage(rows: repo.CertificateRow[], names: string[]): CertificateView[] {
+    return rows.map((row) => {
+      const leaf = leafOf(row.chain_pem);
+      return { ...row, domains: names.filter((name) => coversDomain(leaf, name)) };
+    });
+  }
+
+  return {
+    /**
+     * L1/L2: validates chain and key, seals the key, and stores the certificate. It replaces every
+     * certificate of the install whose covered domains it covers too; their rows (and sealed keys)
+     * are deleted in the same transaction.
+     */
+    async importThirdParty(
+      caller: Caller,
+      installId: string,
+      input: { certificate: string; private_key: string },
+    ) {
+      await installs.requireInstall(caller, installId, 'installs:operate');
+      const names = await domains.namesOf(installId);
+      const imported = validateImport(input, {
+        now: clock.now(),
+        domainNames: names,
+        trustedRoots: deps.trustedRoots(),
+      });
+      const id = randomUUID();
+      const sealed = secretBox.seal(imported.keyDer, id);
+      const existing = withCoverage(await repo.certificatesOfInstall(db, installId), names);
+      const replaced = existing
+        .filter((cert) => cert.domains.every((name) => imported.covered.includes(name)))
+        .map((cert) => cert.id);
+      const row = await withTransaction(db, async (tx) => {
+        if (!(await installs.lockInstall(tx, installId))) throw Errors.notFound();
+        await repo.deleteCertificates(tx, installId, replaced);
+        return repo.insertCertificate(tx, {
+          id,
+          install_id: installId,
+          chain_pem: imported.chainPem,
+          private_key_sealed: sealed,
+          subject: imported.subject,
+          issuer: imported.issuer,
+          serial: imported.serial,
+          fingerprint: imported.fingerprint,
+          not_before: imported.notBefore,
+          not_after: imported.notAfter,
+        });
+      });
+      return { ...row, domains: imported.covered };
+    },
+
+    async list(caller: Caller, installId: string, page: Page) {
+      await installs.requireInstall(caller, installId, 'installs:read');
+      const { count, rows } = await repo.listCertificates(db, installId, page);
+      return { count, rows: withCoverage(rows, await domains.namesOf(installId)) };
+    },
+
+    /** The newest certificate of the install that covers the domain; 404 when none does. */
+    async forDomain(caller: Caller, installId: string, domainId: string): Promise<CertificateView> {
+      const { domain } = await domains.find(caller, installId, domainId);
+      const rows = await repo.certificatesOfInstall(db, installId);
+      const row = rows.find((r) => coversDomain(leafOf(r.chain_pem), domain.name));
+      if (!row) throw Errors.notFound();
+      const [view] = withCoverage([row], await domains.namesOf(installId));
+      if (!view) throw Errors.notFound();
+      return view;
+    },
+
+    /** For domain records: `active` when a valid certificate covers the name, `expired` when only expired ones do. */
+    async sslStatusOf(installId: string, names: string[]): Promise<Map<string, SslStatus>> {
+      const now = clock.now().getTime();
+      const certs = (await repo.certificatesOfInstall(db, installId)).map((row) => ({
+        leaf: leafOf(row.chain_pem),
+        valid: row.not_before.getTime() <= now && now <= row.not_after.getTime(),
+      }));
+      const status = new Map<string, SslStatus>();
+      for (const name of names) {
+        const covering = certs.filter((c) => coversDomain(c.leaf, name));
+        status.set(name, covering.some((c) => c.valid) ? 'active' : covering.length > 0 ? 'expired' : 'none');
+      }
+      return status;
+    },
+  };
+}
+
+export type CertificatesService = ReturnType<typeof createCertificatesService>;

@@ -1,0 +1,82 @@
+import { Type } from 'typebox';
+import { OWNERSHIP_STATUSES } from '../../db/schema.js';
+import { PageQuery, Paginated } from '../../http/pagination.js';
+import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+
+/** Values of network_type (the spec lists them; new domains are on AN). */
+export const NETWORK_TYPES = ['AN', 'GES', 'LEGACY'] as const;
+/** network_info.status: ACTIVE once verified (D6: an unverified domain serves no traffic). */
+export const NETWORK_STATUSES = ['ACTIVE', 'PENDING'] as const;
+/** network_info.ssl.status: a certificate of the install covers the domain, has expired, or none does. */
+export const SSL_STATUSES = ['active', 'expired', 'none'] as const;
+
+/** Most domains a bulk create takes. */
+export const MAX_BULK_DOMAINS = 50;
+
+export const DomainSchema = Type.Object({
+  id: Uuid(),
+  name: Type.String({ description: 'ASCII (punycode), lower-case; `*.` marks a wildcard' }),
+  duplicate: Type.Boolean({ description: 'The name is verified on another install (D3)' }),
+  primary: Type.Boolean(),
+  secure_all_urls: Type.Boolean({ description: 'Forces all URLs to HTTPS' }),
+  network_type: Type.String({ enum: [...NETWORK_TYPES] }),
+  network_details: Type.Object({
+    dns_config_info: Type.Object({
+      cname: Type.String({ description: 'CNAME value for a DNS CNAME record' }),
+      a_records: Type.Array(Type.String(), { description: 'IP addresses usable for a DNS A record' }),
+    }),
+    network_info: Type.Object({
+      status: Type.String({ enum: [...NETWORK_STATUSES] }),
+      ssl: Type.Object({ status: Type.String({ enum: [...SSL_STATUSES] }) }),
+    }),
+  }),
+  redirects_to: Type.Array(Type.Object({ id: Uuid(), name: Type.String() }), {
+    description: 'The domain this one redirects to (at most one)',
+  }),
+  txt_verified_time: Nullable(DateTime()),
+  txt_verified_domain: Nullable(Type.String({ description: 'Null until verified' })),
+  txt_verification_key: Nullable(
+    Type.String({ description: 'Name of the TXT record to create; null once verified' }),
+  ),
+  txt_verification_value: Nullable(
+    Type.String({ description: 'Value of the TXT record to create; null once verified' }),
+  ),
+  ownership_status: Type.String({ enum: [...OWNERSHIP_STATUSES] }),
+});
+
+export const DomainList = Paginated(DomainSchema, 'A page of domains');
+export const InstallDomainsParams = Type.Object({ install_id: Uuid() });
+export const DomainParams = Type.Object({ install_id: Uuid(), domain_id: Uuid() });
+export const ListDomainsQuery = PageQuery;
+
+/** D5: the UUID of another domain of the install, or the literal `nil` to remove the redirect. */
+const RedirectTo = Type.Union([Uuid(), Type.Literal('nil')], {
+  description: 'UUID of another domain of the install, or "nil" for none',
+});
+
+const NewDomain = Type.Object({
+  name: Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: 'Domain name; an IDN is stored as punycode, `*.example.com` is a wildcard',
+  }),
+  primary: Type.Optional(Type.Boolean({ description: 'Make it the primary domain of the install' })),
+  redirect_to: Type.Optional(RedirectTo),
+});
+
+export const CreateDomainBody = NewDomain;
+
+export const CreateBulkDomainsBody = Type.Object({
+  domains: Type.Array(NewDomain, { minItems: 1, maxItems: MAX_BULK_DOMAINS }),
+});
+
+export const BulkDomainsResponse = Type.Object(
+  { domains: Type.Array(DomainSchema) },
+  { description: 'The created domains, in request order' },
+);
+
+export const UpdateDomainBody = Type.Object({
+  primary: Type.Optional(Type.Boolean({ description: 'Make primary on the install (D3, D4)' })),
+  redirect_to: Type.Optional(RedirectTo),
+  secure_all_urls: Type.Optional(Type.Boolean({ description: 'Force HTTPS' })),
+});

@@ -1,0 +1,217 @@
+import { randomBytes } from 'node:crypto';
+import type { Caller } from '../../auth/access.js';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/client.js';
+import { withTransaction } from '../../db/transaction.js';
+import { Errors, type FieldError } from '../../errors.js';
+import type { Page } from '../../http/pagination.js';
+import type { InstallRow } from '../installs/installs.repo.js';
+import type { InstallsService } from '../installs/installs.service.js';
+import { VERIFICATION_VALUE_PREFIX, verificationRecordName } from './domain-name.js';
+import * as repo from './domains.repo.js';
+import {
+  batchFailure,
+  checkAgainstDatabase,
+  checkBatch,
+  checkNewItem,
+  checkUpdate,
+  invalid,
+  type NewDomainInput,
+  type UpdateDomainInput,
+} from './domains.rules.js';
+import { createDomainVerification } from './domains.verify.service.js';
+import type { TxtResolver } from './txt-resolver.js';
+
+export type { NewDomainInput, UpdateDomainInput } from './domains.rules.js';
+
+/** network_details.network_info.ssl.status: a certificate of the install covers the name (or not). */
+export type SslStatus = 'active' | 'expired' | 'none';
+
+export interface DomainsDeps {
+  db: Db;
+  clock: Clock;
+  installs: Pick<InstallsService, 'requireInstall' | 'lockInstall' | 'setPrimaryDomain'>;
+  resolver: TxtResolver;
+  /** The domain of install cnames (`<install>.<installDomain>`); names under it are reserved. */
+  installDomain: string;
+  /** From the certificates module (wired lazily: it depends on this service too). */
+  sslStatusOf: (installId: string, names: string[]) => Promise<Map<string, SslStatus>>;
+}
+
+/** A domain row with what its record shows about the install: DNS targets and SSL status. */
+export type DomainView = repo.DomainRow & { cname: string; a_records: string[]; ssl_status: SslStatus };
+
+/** D7: an unguessable value (32 random bytes) for the TXT record. */
+const newVerificationValue = () => `${VERIFICATION_VALUE_PREFIX}${randomBytes(32).toString('base64url')}`;
+
+export function createDomainsService(deps: DomainsDeps) {
+  const { db, installs, installDomain } = deps;
+
+  async function views(install: InstallRow, rows: repo.DomainRow[]): Promise<DomainView[]> {
+    const ssl =
+      rows.length > 0
+        ? await deps.sslStatusOf(
+            install.id,
+            rows.map((r) => r.name),
+          )
+        : new Map();
+    return rows.map((row) => ({
+      ...row,
+      cname: `${install.name}.${installDomain}`,
+      a_records: install.stable_ips ?? [],
+      ssl_status: ssl.get(row.name) ?? 'none',
+    }));
+  }
+
+  /** Outside transactions only: the SSL status comes from another module's queries on `db`. */
+  async function viewOne(install: InstallRow, domainId: string): Promise<DomainView> {
+    const row = await repo.findDomain(db, install.id, domainId);
+    if (!row) throw Errors.notFound();
+    const [view] = await views(install, [row]);
+    if (!view) throw Errors.notFound();
+    return view;
+  }
+
+  /** Locks the install for the transaction: domain changes of one install are serialised (D4, D5). */
+  async function locked<T>(installId: string, fn: (tx: Db) => Promise<T>): Promise<T> {
+    return withTransaction(db, async (tx) => {
+      if (!(await installs.lockInstall(tx, installId))) throw Errors.notFound();
+      return fn(tx);
+    });
+  }
+
+  /** createDomain and createBulkDomains: all or nothing, every problem reported with its item's field. */
+  async function addDomains(install: InstallRow, items: NewDomainInput[], prefix: (i: number) => string) {
+    const errors: FieldError[] = [];
+    const checked = items.map((item, i) => checkNewItem(item, prefix(i), installDomain, errors));
+    checkBatch(checked, prefix, errors);
+    const ids = await locked(install.id, async (tx) => {
+      await checkAgainstDatabase(tx, install.id, checked, prefix, errors);
+      if (errors.length > 0) throw batchFailure(errors, items.length);
+      const primary = checked.find((c) => c?.primary);
+      if (primary) {
+        await repo.clearPrimary(tx, install.id);
+        await installs.setPrimaryDomain(tx, install.id, primary.name);
+      }
+      return repo.insertDomains(
+        tx,
+        checked.flatMap((c) =>
+          c
+            ? [
+                {
+                  install_id: install.id,
+                  name: c.name,
+                  primary: c.primary,
+                  redirect_to_id: c.redirect,
+                  txt_verification_key: verificationRecordName(c.name),
+                  txt_verification_value: newVerificationValue(),
+                },
+              ]
+            : [],
+        ),
+      );
+    });
+    const rows = await repo.findDomainsByIds(db, ids);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return views(
+      install,
+      ids.flatMap((id) => byId.get(id) ?? []),
+    );
+  }
+
+  const verify = createDomainVerification({ ...deps, locked });
+
+  async function readable(caller: Caller, installId: string) {
+    return installs.requireInstall(caller, installId, 'installs:read');
+  }
+  async function writable(caller: Caller, installId: string) {
+    return installs.requireInstall(caller, installId, 'installs:operate');
+  }
+
+  return {
+    /** D1 */
+    async list(caller: Caller, installId: string, page: Page) {
+      const install = await readable(caller, installId);
+      const { count, rows } = await repo.listDomains(db, installId, page);
+      return { count, rows: await views(install, rows) };
+    },
+
+    /** D1 */
+    async get(caller: Caller, installId: string, domainId: string) {
+      return viewOne(await readable(caller, installId), domainId);
+    },
+
+    async create(caller: Caller, installId: string, input: NewDomainInput) {
+      const install = await writable(caller, installId);
+      const [view] = await addDomains(install, [input], () => '');
+      if (!view) throw Errors.internal();
+      return view;
+    },
+
+    async createBulk(caller: Caller, installId: string, items: NewDomainInput[]) {
+      const install = await writable(caller, installId);
+      return addDomains(install, items, (i) => `domains[${i}].`);
+    },
+
+    /** D2-D6: primary (switched atomically), redirect_to (or `nil`), secure_all_urls. */
+    async update(caller: Caller, installId: string, domainId: string, input: UpdateDomainInput) {
+      const install = await writable(caller, installId);
+      await locked(installId, async (tx) => {
+        const domain = await repo.findDomain(tx, installId, domainId);
+        if (!domain) throw Errors.notFound();
+        const next = await checkUpdate(tx, domain, input);
+        if (next.primary && !domain.primary) {
+          await repo.clearPrimary(tx, installId);
+          await installs.setPrimaryDomain(tx, installId, domain.name);
+        } else if (!next.primary && domain.primary) {
+          await installs.setPrimaryDomain(tx, installId, null);
+        }
+        await repo.updateDomain(tx, domainId, {
+          primary: next.primary,
+          redirect_to_id: next.redirect,
+          ...(input.secure_all_urls !== undefined && { secure_all_urls: input.secure_all_urls }),
+        });
+      });
+      return viewOne(install, domainId);
+    },
+
+    /** Refused (400) for the primary domain and for a redirect target: removing them would break traffic. */
+    async remove(caller: Caller, installId: string, domainId: string) {
+      await writable(caller, installId);
+      await locked(installId, async (tx) => {
+        const domain = await repo.findDomain(tx, installId, domainId);
+        if (!domain) throw Errors.notFound();
+        if (domain.primary) {
+          const message = `${domain.name} is the install's primary domain; make another domain primary (or set primary to false) first`;
+          throw invalid('domain_id', 'primary_domain', message);
+        }
+        const sources = await repo.redirectSources(tx, domainId);
+        if (sources.length > 0) {
+          const message = `${domain.name} is the redirect target of ${sources.join(', ')}; remove those redirects first`;
+          throw invalid('domain_id', 'redirect_target', message);
+        }
+        await repo.deleteDomain(tx, domainId);
+      });
+    },
+
+    /** D7: verifyDomainTxtRecord (domains.verify.service.ts). */
+    async verify(caller: Caller, installId: string, domainId: string) {
+      const install = await writable(caller, installId);
+      await verify(install, domainId);
+      return viewOne(install, domainId);
+    },
+
+    /** For the certificates module: the install's domain names, in creation order. */
+    namesOf: (installId: string) => repo.domainNames(db, installId),
+
+    /** For the certificates module: a domain of an install the caller may read (404 otherwise). */
+    async find(caller: Caller, installId: string, domainId: string) {
+      const install = await readable(caller, installId);
+      const domain = await repo.findDomain(db, installId, domainId);
+      if (!domain) throw Errors.notFound();
+      return { install, domain };
+    },
+  };
+}
+
+export type DomainsService = ReturnType<typeof createDomainsService>;
