@@ -92,6 +92,34 @@ describe('listSites', () => {
     assert.equal(new Set(ids).size, 5);
   });
 
+  it('G5 an offset past the end returns the count and no results', async () => {
+    const w = await f.world();
+    const res = await w.owner.client.get(`/v1/sites?account_id=${w.account.id}&offset=5`);
+    assert.equal(res.status, 200);
+    assert.equal(res.body.count, 1);
+    assert.deepEqual(res.body.results, []);
+    assert.equal(new URL(res.body.previous).searchParams.get('offset'), '0');
+  });
+
+  it('A2 a partial member lists only the sites holding their installs, and only those installs', async () => {
+    const w = await f.world();
+    const other = await f.site(w.owner.client, w.account.id);
+    await f.install(w.owner.client, w.account.id, other.id, 'production');
+    const staging = await f.install(w.owner.client, w.account.id, w.site.id, 'staging');
+    const partial = await f.user([{ account_id: w.account.id, roles: 'partial', install_ids: [staging.id] }]);
+    const res = await partial.client.get(`/v1/sites?account_id=${w.account.id}`);
+    assert.equal(res.status, 200);
+    assert.equal(res.body.count, 1);
+    assert.deepEqual(
+      res.body.results.map((s: { id: string }) => s.id),
+      [w.site.id],
+    );
+    assert.deepEqual(
+      res.body.results[0].installs.map((i: { id: string }) => i.id),
+      [staging.id],
+    );
+  });
+
   it('G5 limit=0 returns the count and no results', async () => {
     const w = await f.world();
     const res = await w.owner.client.get(`/v1/sites?account_id=${w.account.id}&limit=0`);

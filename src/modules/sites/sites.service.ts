@@ -35,7 +35,14 @@ export function createSitesService({ db, accounts }: SitesDeps) {
       rows.map((r) => r.id),
       visibleInstalls(caller),
     );
-    return rows.map((row) => ({ ...row, installs: installs.filter((i) => i.site_id === row.id) }));
+    const bySite = new Map<string, repo.SiteInstallRow[]>();
+    for (const install of installs) {
+      if (!install.site_id) continue;
+      const list = bySite.get(install.site_id);
+      if (list) list.push(install);
+      else bySite.set(install.site_id, [install]);
+    }
+    return rows.map((row) => ({ ...row, installs: bySite.get(row.id) ?? [] }));
   }
 
   async function insert(input: AdminSiteInput): Promise<SiteWithInstalls> {

@@ -1,0 +1,134 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+export type ServerKind = 'hello' | 'raw' | 'app';
+
+/** A server under test, in its own process (bench/server.ts). */
+export interface Server {
+  kind: ServerKind;
+  url: string;
+  path: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** What one load run saw: every latency, for percentiles over several runs. */
+export interface Run {
+  seconds: number;
+  latenciesMs: number[];
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+}
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const START_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 10_000;
+// Linux reports process CPU time in clock ticks of USER_HZ, which is 100 on every mainstream arch.
+const USER_HZ = 100;
+
+/** Starts `bench/server.ts <kind>` and resolves once it printed its port. */
+export function startServer(kind: ServerKind, env: Record<string, string>, args: string[]): Promise<Server> {
+  // BENCH_CPU_PROF=dir: each server writes a V8 CPU profile there when it stops (bench/README.md).
+  const profile = process.env.BENCH_CPU_PROF
+    ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF]
+    : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/server.ts', kind, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const fail = (why: string) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`server ${kind}: ${why}`));
+    };
+    const timer = setTimeout(() => fail(`not ready after ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
+    child.once('exit', (code) => fail(`exited with ${code} before it was ready`));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+      const line = out.split('\n')[0];
+      if (!out.includes('\n') || line === undefined) return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      const ready = JSON.parse(line) as { port: number; path: string };
+      resolve({
+        kind,
+        url: `http://127.0.0.1:${ready.port}${ready.path}`,
+        path: ready.path,
+        pid: child.pid ?? 0,
+        stop: () => stopServer(child),
+      });
+    });
+  });
+}
+
+function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/**
+ * One request outside any load run: must be a 200 whose body passes `check` (which returns a
+ * problem, or null). Returns the size of the body.
+ */
+export async function verify(
+  url: string,
+  headers: Record<string, string>,
+  check: (body: unknown) => string | null,
+): Promise<number> {
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${url}: expected 200, got ${res.status}: ${text.slice(0, 300)}`);
+  const problem = check(JSON.parse(text));
+  if (problem) throw new Error(`${url}: wrong response: ${problem}`);
+  return Buffer.byteLength(text);
+}
+
+/** User + system CPU seconds of a process so far, from /proc; null where there is no /proc. */
+export function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+  } catch {
+    return null;
+  }
+}
+
+/** `connections` keep-alive connections for `seconds`, recording the latency of every response. */
+export function run(url: string, headers: Record<string, string>, seconds: number, connections: number) {
+  return new Promise<Run>((resolve, reject) => {
+    const latenciesMs: number[] = [];
+    const instance = autocannon({ url, headers, connections, duration: seconds }, (err, result) => {
+      if (err) reject(err);
+      else
+        resolve({
+          seconds: result.duration,
+          latenciesMs,
+          errors: result.errors,
+          timeouts: result.timeouts,
+          non2xx: result.non2xx,
+        });
+    });
+    instance.on('response', (_client, _status, _bytes, responseTime) => latenciesMs.push(responseTime));
+  });
+}
+
+/** The value below which `q` (0-1) of the sorted values lie (nearest rank). */
+export function percentile(sorted: ArrayLike<number>, q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN;
+}
