@@ -5,6 +5,7 @@ import pg from 'pg';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { openConfiguredDatabase } from '../src/main.js';
+import { loadOrCreateSecret } from '../src/secrets.js';
 import { createServices } from '../src/services.js';
 
 export type DbKind = 'pglite' | 'postgres';
@@ -119,7 +120,8 @@ export async function seed(target: Target): Promise<Fixture> {
   const config = loadConfig(target.env);
   const database = await openConfiguredDatabase(config);
   try {
-    const services = createServices({ config, database, clock: systemClock });
+    const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
+    const services = createServices({ config, database, clock: systemClock, secretKey });
     const account = await services.accounts.create({
       name: 'Bench Agency',
       preferred_data_center: 'us-central',
