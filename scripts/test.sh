@@ -29,6 +29,29 @@ ensure_postgres() {
   return 1
 }
 
+# The rate-limit tests share counters through a real Redis (TEST_REDIS_URL overrides the address).
+ensure_redis() {
+  [ -n "${TEST_REDIS_URL:-}" ] && return 0
+  if (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then return 0; fi
+  echo "Redis is not answering on 127.0.0.1:6379; starting it"
+  if ! command -v redis-server >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    else
+      echo "Redis is not installed; install it or set TEST_REDIS_URL" >&2
+      return 1
+    fi
+  fi
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+    --dir /tmp --logfile /tmp/hostplane-test-redis.log
+  for _ in $(seq 1 30); do
+    (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "Redis did not start" >&2
+  return 1
+}
+
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 
@@ -65,6 +88,7 @@ case "$mode" in
     npm run --silent typecheck
     npm run --silent lint
     run_unit
+    ensure_redis
     run_api pglite
     ensure_postgres
     run_api postgres
@@ -72,12 +96,17 @@ case "$mode" in
     ;;
   unit) run_unit ;;
   api)
+    ensure_redis
     run_api pglite
     ensure_postgres
     run_api postgres
     ;;
-  pglite) run_api pglite ;;
+  pglite)
+    ensure_redis
+    run_api pglite
+    ;;
   postgres)
+    ensure_redis
     ensure_postgres
     run_api postgres
     ;;

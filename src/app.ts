@@ -117,6 +117,8 @@ export async function buildApp(deps: AppDeps) {
     },
   });
 
+  const services = createServices({ config, database, clock, secretKey: deps.secretKey });
+
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {
       global: true,
@@ -126,10 +128,15 @@ export async function buildApp(deps: AppDeps) {
       ...(deps.redis && { redis: deps.redis }),
       // Fail open: when Redis is down, requests are served rather than refused (docs/decisions.md).
       skipOnError: true,
-      // G9: per credential; requests without one are counted per client IP.
+      // G9: per credential once it is verified (a cache hit, no hashing before the limit check);
+      // everything else, wrong passwords included, per client IP. Keying an unverified username
+      // would let anyone who knows it use up that user's budget.
       keyGenerator: (request) => {
         const pair = parseBasic(request.headers.authorization);
-        return pair ? `cred:${pair.username}` : `ip:${request.ip}`;
+        const caller = pair ? services.authenticator.cached(pair.username, pair.password) : null;
+        if (!caller) return `ip:${request.ip}`;
+        request.caller = caller;
+        return `cred:${caller.username}`;
       },
       // By route, not by raw URL: `/healthz?probe=1` is still a health probe.
       allowList: (request) => HEALTH_ROUTES.has(request.routeOptions.url ?? ''),
@@ -144,7 +151,6 @@ export async function buildApp(deps: AppDeps) {
     notFoundHandler,
   );
 
-  const services = createServices({ config, database, clock, secretKey: deps.secretKey });
   const ctx: RouteContext = { config, services };
 
   await app.register(healthRoutes(database.db));

@@ -28,7 +28,30 @@ export function loggerOptions(config: Config) {
       paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.private_key'],
       remove: true,
     },
+    // A database error carries its query parameters (and its cause's): hashes, sealed keys, emails.
+    // They never reach a log line; the SQL text and the error code do.
+    serializers: { err: errWithoutParams },
   };
+}
+
+interface SerializedError {
+  [key: string]: unknown;
+  type: string;
+  message: string;
+  stack: string;
+}
+
+/** pino's error shape, keeping only scalar fields (code, query, constraint...) and never `params`. */
+export function errWithoutParams(err: Error): SerializedError {
+  // Drizzle writes the parameters into its message too ("Failed query: ...\nparams: ...").
+  const scrub = (text: string) => text.replace(/\nparams: [\s\S]*?(?=\n {4}at |$)/, '\nparams: [redacted]');
+  const out: SerializedError = { type: err.name, message: scrub(err.message), stack: scrub(err.stack ?? '') };
+  for (const [key, value] of Object.entries(err)) {
+    if (key === 'params' || key === 'cause') continue;
+    if (['string', 'number', 'boolean'].includes(typeof value)) out[key] = value;
+  }
+  if (err.cause instanceof Error) out.cause = errWithoutParams(err.cause);
+  return out;
 }
 
 /**

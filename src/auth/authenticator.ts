@@ -38,16 +38,24 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
     return { userId, username, memberships };
   }
 
-  async function verify(username: string, password: string): Promise<Caller | null> {
-    const key = createHmac('sha256', cacheKey)
-      .update(username)
-      .update('\0')
-      .update(password)
-      .digest('base64');
-    const now = clock.now().getTime();
+  const keyOf = (username: string, password: string) =>
+    createHmac('sha256', cacheKey).update(username).update('\0').update(password).digest('base64');
+
+  /** The caller of a pair verified within `cacheSeconds`, or null: no hashing, no query. */
+  function cached(username: string, password: string): Caller | null {
+    const key = keyOf(username, password);
     const hit = cache.get(key);
-    if (hit && hit.expires > now) return hit.caller;
-    if (hit) cache.delete(key);
+    if (!hit) return null;
+    if (hit.expires > clock.now().getTime()) return hit.caller;
+    cache.delete(key);
+    return null;
+  }
+
+  async function verify(username: string, password: string): Promise<Caller | null> {
+    const hit = cached(username, password);
+    if (hit) return hit;
+    const key = keyOf(username, password);
+    const now = clock.now().getTime();
     const credential = await findCredential(db, username);
     const ok = await verifyPassword(password, credential?.password_hash ?? (await DUMMY_HASH_PROMISE()));
     if (!credential || !ok) return null;
@@ -61,6 +69,7 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
 
   return {
     verify,
+    cached,
     /** Drops every cached pair (after a membership or credential change). */
     invalidate: () => cache.clear(),
   };

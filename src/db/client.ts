@@ -45,7 +45,11 @@ function openPostgres(url: string, max: number): Database {
     // G11: fail fast when the database is unreachable instead of queueing requests forever.
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
-    statement_timeout: 30_000,
+    statement_timeout: 15_000,
+    // A connection that stays open but no longer answers (a frozen network path) would hang its
+    // query forever: the client gives up a little after the server-side statement timeout.
+    query_timeout: 20_000,
+    keepAlive: true,
   });
   // An idle client that loses its connection emits here; without a listener the process would crash.
   pool.on('error', () => {});

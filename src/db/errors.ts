@@ -15,6 +15,7 @@ const CONNECTION_MESSAGES = [
   'Client has encountered a connection error',
   'Cannot use a pool after calling end',
   'connection is closed',
+  'Query read timeout',
 ];
 
 function* causes(err: unknown): Generator<Record<string, unknown>> {

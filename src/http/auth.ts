@@ -29,6 +29,7 @@ export function parseBasic(header: string | undefined): { username: string; pass
 /** G2: an onRequest hook that sets `request.caller` or answers 401 with the bad-credentials message. */
 export function basicAuthHook(authenticator: Authenticator) {
   return async (request: FastifyRequest) => {
+    if (request.caller) return; // verified from the cache by the rate limiter's key generator
     const pair = parseBasic(request.headers.authorization);
     if (!pair) throw Errors.unauthenticated();
     const caller = await authenticator.verify(pair.username, pair.password);

@@ -202,5 +202,10 @@ describe('unexpected server errors (G8)', () => {
     assert.ok(password.length >= 12);
     assert.ok(!logs.text().includes(password), 'password in a log line');
     assert.ok(!logs.text().includes(encoded), 'Authorization header in a log line');
+    // The failing query looked the username up: its parameters are never logged, its SQL is.
+    const username = Buffer.from(encoded, 'base64').toString('utf8').split(':')[0] ?? '';
+    assert.ok(!logs.text().includes(username), 'a query parameter in a log line');
+    assert.doesNotMatch(logs.text(), /"params"/);
+    assert.match(errors[0].err.message ?? '', /credentials/);
   });
 });
