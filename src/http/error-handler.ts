@@ -6,6 +6,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Name of the resource in errors[] entries (G7), e.g. `install`. */
     resource?: string;
+    /**
+     * G12: the spec's error table of this operation has no Bad Request, so a malformed path id (which
+     * can name nothing) is a 404 Not Found rather than a 400. Query errors stay 400 (G5).
+     */
+    badPathIsNotFound?: boolean;
   }
 }
 
@@ -55,6 +60,9 @@ export function validationFieldErrors(resource: string, context: string, errors:
 function toAppError(error: FastifyError, request: FastifyRequest): AppError | null {
   if (error instanceof AppError) return error;
   if (error.validation) {
+    if (error.validationContext === 'params' && request.routeOptions.config?.badPathIsNotFound) {
+      return Errors.notFound();
+    }
     const resource = request.routeOptions.config?.resource ?? 'request';
     const fields = validationFieldErrors(
       resource,

@@ -90,7 +90,17 @@ describe('listDomains and getDomain', () => {
     const foreign = await addDomain(w.owner.client, other.id, uniqueDomain());
     assert.equal((await w.owner.client.get(url(w.install.id, foreign.id))).status, 404);
     assert.equal((await w.owner.client.get(url(w.install.id, crypto.randomUUID()))).status, 404);
-    assert.equal((await w.owner.client.get(url(w.install.id, 'not-a-uuid'))).status, 400);
+  });
+
+  it('G12 listDomains and getDomain have no Bad Request: a malformed path id is 404, a bad limit stays 400 (G5)', async () => {
+    const w = await f.world();
+    const malformedDomain = await w.owner.client.get(url(w.install.id, 'not-a-uuid'));
+    assert.equal(malformedDomain.status, 404);
+    assert.deepEqual(malformedDomain.body, { message: 'Not Found' });
+    const malformedInstall = await w.owner.client.get('/v1/installs/not-a-uuid/domains');
+    assert.equal(malformedInstall.status, 404);
+    assert.deepEqual(malformedInstall.body, { message: 'Not Found' });
+    assert.equal((await w.owner.client.get(`/v1/installs/${w.install.id}/domains?limit=101`)).status, 400);
   });
 
   it('stable IPs of the install are the a_records', async () => {

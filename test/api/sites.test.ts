@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { factories } from '../support/factories.js';
-import { buildTestApp } from '../support/harness.js';
+import { buildTestApp, clientFor, startApp } from '../support/harness.js';
 
 const t = await buildTestApp();
 const f = factories(t);
+// The same database behind a proxy-style public address (G6: links use PUBLIC_URL when set).
+const proxied = await startApp(t.database, { env: { PUBLIC_URL: 'https://api.example.test/hosting' } });
+after(() => proxied.close());
 
 describe('listSites', () => {
   it('S1 lists the sites of every account the caller belongs to, in the G6 envelope', async () => {
@@ -120,12 +123,30 @@ describe('listSites', () => {
     );
   });
 
-  it('G5 limit=0 returns the count and no results', async () => {
+  it('G5 limit=0 returns the count and no results, and no next/previous links', async () => {
     const w = await f.world();
-    const res = await w.owner.client.get(`/v1/sites?account_id=${w.account.id}&limit=0`);
+    const res = await w.owner.client.get(`/v1/sites?account_id=${w.account.id}&limit=0&offset=1`);
     assert.equal(res.status, 200);
     assert.equal(res.body.count, 1);
     assert.deepEqual(res.body.results, []);
+    assert.equal(res.body.next, null);
+    assert.equal(res.body.previous, null);
+  });
+
+  it('G6 next/previous are built from PUBLIC_URL when it is set (scheme, host and path prefix)', async () => {
+    const w = await f.world();
+    for (let i = 0; i < 2; i++) await f.site(w.owner.client, w.account.id);
+    const client = clientFor(proxied.app, w.owner.authorization);
+    const res = await client.get(`/v1/sites?account_id=${w.account.id}&limit=1&offset=1`);
+    assert.equal(res.status, 200);
+    assert.equal(
+      res.body.next,
+      `https://api.example.test/hosting/v1/sites?account_id=${w.account.id}&limit=1&offset=2`,
+    );
+    assert.equal(
+      res.body.previous,
+      `https://api.example.test/hosting/v1/sites?account_id=${w.account.id}&limit=1&offset=0`,
+    );
   });
 
   for (const query of ['limit=101', 'limit=-1', 'limit=abc', 'offset=-1', 'offset=1.5', 'account_id=nope']) {

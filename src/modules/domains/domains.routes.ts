@@ -61,7 +61,7 @@ export function domainsRoutes({ config, services }: RouteContext): RoutesPlugin 
           querystring: ListDomainsQuery,
           response: { 200: DomainList, ...errorResponses(400, 403, 404) },
         },
-        config: routeConfig,
+        config: { ...routeConfig, badPathIsNotFound: true },
       },
       async (request) => {
         const page = pageOf(request.query);
@@ -125,9 +125,9 @@ export function domainsRoutes({ config, services }: RouteContext): RoutesPlugin 
           tags,
           summary: 'Get a domain (D1)',
           params: DomainParams,
-          response: { 200: DomainSchema, ...errorResponses(400, 403, 404) },
+          response: { 200: DomainSchema, ...errorResponses(403, 404) },
         },
-        config: routeConfig,
+        config: { ...routeConfig, badPathIsNotFound: true },
       },
       async (request) => {
         const { install_id, domain_id } = request.params;
