@@ -16,14 +16,15 @@ import { openConfiguredDatabase, serve } from '../src/main.js';
 type Row = Record<string, unknown>;
 type Query = (text: string, params: unknown[]) => Promise<Row[]>;
 
-// The same page as GET /v1/sites?limit=100 for an owner, in hand-written SQL and the same two round
-// trips as sites.repo.ts: the page of sites with the total as a scalar subquery, then the installs of
-// those sites. No auth, no schema, no ORM.
-const SITES_SQL = `select id, account_id, name, group_name, tags, sandbox, transferable, created_at,
-  (select count(*) from sites where account_id = $1) as total
-  from sites where account_id = $1 order by created_at, id limit 100`;
-const INSTALLS_SQL = `select id, site_id, name, environment, php_version, is_multisite
-  from installs where site_id = any($1::uuid[]) and account_id = $2 order by created_at, id`;
+// The same page as GET /v1/sites?limit=100 for an owner, in hand-written SQL and the same single
+// statement as sites.repo.ts listSitesWithInstalls: the page of sites, the total as a scalar
+// subquery and each site's installs as a json_agg. No auth, no schema, no ORM.
+const SITES_SQL = `select s.id, s.account_id, s.name, s.group_name, s.tags, s.sandbox, s.transferable, s.created_at,
+  (select count(*) from sites where account_id = $1) as total,
+  coalesce((select json_agg(json_build_object('id', i.id, 'name', i.name, 'environment', i.environment,
+      'php_version', i.php_version, 'is_multisite', i.is_multisite) order by i.created_at, i.id)
+    from installs i where i.site_id = s.id and i.account_id = $1), '[]'::json) as installs
+  from sites s where s.account_id = $1 order by s.created_at, s.id limit 100`;
 
 function queryOf(database: Database): Query {
   if (database.pool) {
@@ -37,12 +38,9 @@ function queryOf(database: Database): Query {
   throw new Error('database has neither a pg pool nor a PGlite handle');
 }
 
-/** The raw-SQL baseline's handler body: two queries and the same JSON shape as the API's Site. */
+/** The raw-SQL baseline's handler body: one statement and the same JSON shape as the API's Site. */
 async function rawSites(query: Query, accountId: string, installDomain: string) {
   const sites = await query(SITES_SQL, [accountId]);
-  const installs = await query(INSTALLS_SQL, [sites.map((s) => s.id), accountId]);
-  const bySite = new Map<unknown, Row[]>();
-  for (const i of installs) bySite.set(i.site_id, [...(bySite.get(i.site_id) ?? []), i]);
   return {
     previous: null,
     next: null,
@@ -56,7 +54,7 @@ async function rawSites(query: Query, accountId: string, installDomain: string) 
       created_at: (s.created_at as Date).toISOString(),
       sandbox: s.sandbox,
       transferable: s.transferable,
-      installs: (bySite.get(s.id) ?? []).map((i) => ({
+      installs: (s.installs as Row[]).map((i) => ({
         id: i.id,
         name: i.name,
         environment: i.environment,

@@ -94,8 +94,7 @@ export function createSitesService({ db, accounts }: SitesDeps) {
 
     /** S1: the sites of every account the caller sees, optionally one account (foreign: empty, G12). */
     async list(caller: Caller, page: Page, accountId?: string) {
-      const { count, rows } = await repo.listSites(db, visibleSites(caller, accountId), page);
-      return { count, rows: await withInstalls(caller, rows) };
+      return repo.listSitesWithInstalls(db, visibleSites(caller, accountId), visibleInstalls(caller), page);
     },
 
     get: (caller: Caller, siteId: string) => requireSite(caller, siteId, 'account:read'),
