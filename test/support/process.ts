@@ -45,7 +45,7 @@ export function runCli(args: string[], env: Record<string, string>): Running {
           reject(new Error(`timed out waiting for ${pattern}; output so far:\n${text}`));
         }, ms);
         listeners.add(check);
-        exited.then(() => {
+        void exited.then(() => {
           setTimeout(() => {
             if (listeners.has(check)) {
               listeners.delete(check);
