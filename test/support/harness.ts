@@ -2,9 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { after } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { type App, buildApp } from '../../src/app.js';
-import type { Clock } from '../../src/clock.js';
+import { createManualClock, type ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/client.js';
+import { createJobHandlers } from '../../src/jobs/catalog.js';
+import { createJobQueue, type JobQueue } from '../../src/jobs/queue.js';
+import { createJobRunner, type JobRunner } from '../../src/jobs/worker.js';
+import type { Mailer } from '../../src/mail/mailer.js';
 import { cloneDatabase } from './databases.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are arbitrary JSON, asserted field by field.
@@ -30,19 +34,12 @@ export interface Client {
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
-/** A clock the tests move by hand. */
-export function testClock(start = new Date()): Clock & { advance(ms: number): void; set(d: Date): void } {
-  let now = start.getTime();
-  return {
-    now: () => new Date(now),
-    advance: (ms) => {
-      now += ms;
-    },
-    set: (d) => {
-      now = d.getTime();
-    },
-  };
-}
+/** A clock the tests move by hand (the manual clock of HOSTPLANE_CLOCK=manual). */
+export const testClock = (start = new Date()): ManualClock => createManualClock(start);
+
+/** Every simulated operation takes no time unless a test sets SIMULATED_DURATIONS itself. */
+export const INSTANT_DURATIONS =
+  'provision=0,copy=0,backup=0,restore=0,measure_disk=0,purge_cache=0,move_site=0';
 
 function toRes(raw: LightMyRequestResponse): Res {
   let body: Json = null;
@@ -92,14 +89,26 @@ export interface TestApp {
   database: Database;
   /** Set on PostgreSQL: the URL of this file's database. */
   databaseUrl?: string;
-  clock: ReturnType<typeof testClock>;
+  clock: ManualClock;
   admin: Client;
   anonymous: Client;
+  /** The started job queue of this file's database (no workers run: see runJobs). */
+  queue: JobQueue;
+  runner: JobRunner;
+  /**
+   * Runs due work and every queued job now, one at a time, until none is left (retry back-off is
+   * skipped): tests never wait on polling. Answers how many jobs ran.
+   */
+  runJobs(): Promise<number>;
+  /** What the job runner logged (failed attempts), for assertions and debugging. */
+  jobLog: { level: string; msg: string; obj: object }[];
   close(): Promise<void>;
 }
 
 export interface TestAppOptions {
   env?: Record<string, string>;
+  /** Default: from the env (SMTP_URL), else mail is kept in the outbox. */
+  mailer?: Mailer;
 }
 
 /**
@@ -112,22 +121,44 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     DATA_DIR: '.tmp/data-unused',
     RATE_LIMIT_PER_MINUTE: '0',
     HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
+    HOSTPLANE_CLOCK: 'manual',
+    HOSTPLANE_FAULTS: 'on',
+    SIMULATED_DURATIONS: INSTANT_DURATIONS,
     ...options.env,
   });
   const clock = testClock();
+  const queue = createJobQueue({
+    database: cloned.database,
+    jobs: config.jobs,
+    ...(cloned.url && { databaseUrl: cloned.url }),
+  });
+  await queue.start();
   const app = await buildApp({
     config,
     database: cloned.database,
     clock,
     adminToken: ADMIN_TOKEN,
     logger: false,
+    queue,
+    ...(options.mailer && { mailer: options.mailer }),
   });
   await app.ready();
+  const jobLog: TestApp['jobLog'] = [];
+  const record = (level: string) => (obj: object, msg: string) => {
+    jobLog.push({ level, msg, obj });
+  };
+  const runner = createJobRunner({
+    queue,
+    handlers: createJobHandlers(app.services),
+    sweep: app.services.due.sweep,
+    log: { info: record('info'), warn: record('warn'), error: record('error') },
+  });
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
     await app.close();
+    await queue.stop();
     await cloned.drop();
   };
   after(close);
@@ -138,6 +169,10 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     clock,
     admin: clientFor(app, `Bearer ${ADMIN_TOKEN}`),
     anonymous: clientFor(app),
+    queue,
+    runner,
+    runJobs: () => runner.drain(),
+    jobLog,
     close,
   };
 }

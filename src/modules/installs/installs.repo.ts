@@ -40,6 +40,12 @@ export function findInstall(db: Db, id: string): Promise<InstallRow | null> {
     .then((rows) => rows[0] ?? null);
 }
 
+/** The install, locked until the transaction ends (operations on it serialise here). */
+export async function lockInstall(tx: Db, id: string): Promise<InstallRow | null> {
+  const [row] = await tx.select(projection).from(installs).where(eq(installs.id, id)).for('update');
+  return row ?? null;
+}
+
 export async function nameTaken(db: Db, name: string): Promise<boolean> {
   const rows = await db.select({ id: installs.id }).from(installs).where(eq(installs.name, name)).limit(1);
   return rows.length > 0;
