@@ -91,6 +91,8 @@ export const JOBS = {
 } as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;
+/** The jobs whose payload is `{ operation_id }`: the steps of an operation. */
+export type OperationJobName = Exclude<JobName, 'mail-deliver'>;
 
 /** The handler of every job, bound to the services (each lives in its module's *.jobs.ts). */
 export function createJobHandlers(services: Services): Record<JobName, JobHandler<never>> {

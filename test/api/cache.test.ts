@@ -8,7 +8,7 @@ const t = await buildTestApp();
 const f = factories(t);
 
 describe('purgeCache', () => {
-  it('accepts a purge with 202, its operation in Location, and the job completes it', async () => {
+  it('G10 accepts a purge with 202, its operation in Location, and the job completes it', async () => {
     const w = await readyWorld(t, f);
     const res = await w.owner.client.post(`/v1/installs/${w.install.id}/purge_cache`, { type: 'cdn' });
     assert.equal(res.status, 202);

@@ -108,7 +108,7 @@ describe('the manual clock (HOSTPLANE_CLOCK=manual)', () => {
     assert.equal((await usage()).body.storage_update_time, expected);
   });
 
-  it('Location is an absolute URL on PUBLIC_URL', async () => {
+  it('G6 Location is an absolute URL on PUBLIC_URL', async () => {
     const w = await activeWorld();
     const res = await w.owner.client.post(`/v1/installs/${w.install.id}/purge_cache`, { type: 'page' });
     assert.match(

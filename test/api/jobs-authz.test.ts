@@ -135,7 +135,7 @@ describe('authorization of every job route', async () => {
     assert.equal(copy.status, 404);
   });
 
-  it('every full role acts on every route', async () => {
+  it('A1 every full role acts on every route', async () => {
     for (const roles of ['owner', 'full', 'full,billing'] as const) {
       const member = await f.user([{ account_id: s.w.account.id, roles }]);
       for (const route of routes(s)) {

@@ -45,7 +45,7 @@ describe('enqueue inside the transaction (style rule 5)', () => {
     await t.queue.complete('mail-deliver', fetched[0]?.id ?? '');
   });
 
-  it('refuses a payload that does not match the job schema', async () => {
+  it('G10 refuses a payload that does not match the job schema', async () => {
     await assert.rejects(
       withTransaction(db, (tx) => t.queue.enqueue(tx, 'mail-deliver', { message_id: 'nope' })),
       /invalid payload/,
@@ -54,7 +54,7 @@ describe('enqueue inside the transaction (style rule 5)', () => {
 });
 
 describe('runJobs (the tests’ deterministic drain)', () => {
-  it('due work runs only once the (manual) clock reaches its run_at, then runs at once', async () => {
+  it('G10 due work runs only once the (manual) clock reaches its run_at, then runs at once', async () => {
     const seen: string[] = [];
     const runner = createJobRunner({
       queue: t.queue,
@@ -73,7 +73,7 @@ describe('runJobs (the tests’ deterministic drain)', () => {
     assert.deepEqual(seen, [MESSAGE]);
   });
 
-  it('a failing job is retried up to its retry limit, then its exhausted handler runs once', async () => {
+  it('G10 a failing job is retried up to its retry limit, then its exhausted handler runs once', async () => {
     const attempts: JobContext[] = [];
     const exhausted: string[] = [];
     const runner = createJobRunner({
@@ -102,7 +102,7 @@ describe('runJobs (the tests’ deterministic drain)', () => {
     assert.deepEqual(exhausted, [`refused on attempt ${limit + 1}`]);
   });
 
-  it('an attempt that hangs past its expiry is aborted and retried', async () => {
+  it('G10 an attempt that hangs past its expiry is aborted and retried', async () => {
     let calls = 0;
     const runner = createJobRunner({
       queue: t.queue,
@@ -133,7 +133,7 @@ describe('workers', () => {
     retryDelaySeconds: null,
   };
 
-  it('a committed job wakes an idle worker at once (NOTIFY), not after the 60 s poll', async () => {
+  it('G10 a committed job wakes an idle worker at once (NOTIFY), not after the 60 s poll', async () => {
     const ran: string[] = [];
     const worker = createWorker({
       queue: t.queue,
@@ -155,7 +155,7 @@ describe('workers', () => {
     assert.deepEqual(ran, [MESSAGE]);
   });
 
-  it('stop() drains: a running job finishes and is completed before stop resolves', async () => {
+  it('G10 stop() drains: a running job finishes and is completed before stop resolves', async () => {
     let finished = false;
     const worker = createWorker({
       queue: t.queue,
@@ -178,7 +178,7 @@ describe('workers', () => {
     assert.equal((await t.queue.jobState('mail-deliver', id ?? ''))?.state, 'completed');
   });
 
-  it('stop() releases a job still running at the drain timeout: failed for a retry, not lost', async () => {
+  it('G10 stop() releases a job still running at the drain timeout: failed for a retry, not lost', async () => {
     const worker = createWorker({
       queue: t.queue,
       handlers: handlersWith({ run: (_p, ctx) => once(ctx.signal, 'abort').then(() => {}) }),

@@ -66,7 +66,7 @@ describe('mail delivery through SMTP_URL (C6, B3, R3)', () => {
     assert.ok(outbox.every((m) => m.status === 'sent' && m.attempts === 1 && m.sent_at));
   });
 
-  it('a message the server refused once is retried after a back-off and delivered exactly once', async () => {
+  it('C6 B3 R3 a message the server refused once is retried after a back-off and delivered exactly once', async () => {
     const w = await readyWorld(t, f);
     const res = await backupWithMail(w, ['retry@example.test']);
     // Run the backup but not the mail job yet: the mail job is queued in the same transaction.
@@ -95,7 +95,7 @@ describe('mail delivery through SMTP_URL (C6, B3, R3)', () => {
     assert.match(row.last_error, /451/);
   });
 
-  it('a message refused on every attempt ends failed, listed with the last error', async () => {
+  it('C6 B3 R3 a message refused on every attempt ends failed, listed with the last error', async () => {
     const w = await readyWorld(t, f);
     const res = await backupWithMail(w, ['never@example.test']);
     smtp.refuseNext(100);

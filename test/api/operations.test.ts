@@ -97,6 +97,42 @@ describe('getOperation and listInstallOperations (Hostplane extension)', () => {
     assert.equal(bad.status, 400);
   });
 
+  it('the OpenAPI document names every new operation, and every 202 documents its Location header', async () => {
+    const doc = (await t.anonymous.get('/v1/swagger')).body;
+    const ops = Object.values(
+      doc.paths as Record<
+        string,
+        Record<
+          string,
+          { operationId: string; responses: Record<string, { headers?: Record<string, unknown> }> }
+        >
+      >,
+    ).flatMap((item) => Object.values(item));
+    const ids = new Set(ops.map((o) => o.operationId));
+    for (const id of [
+      'getOperation',
+      'listInstallOperations',
+      'copyInstall',
+      'createBackup',
+      'listBackups',
+      'showBackup',
+      'restoreBackup',
+      'refreshEnvironmentDiskUsage',
+      'refreshAccountDiskUsage',
+      'getInstallUsage',
+      'purgeCache',
+      'adminGetClock',
+      'adminMoveClock',
+      'adminSetFault',
+      'adminListMail',
+    ]) {
+      assert.ok(ids.has(id), id);
+    }
+    const accepted = ops.filter((o) => o.responses['202']);
+    assert.equal(accepted.length, 4);
+    for (const o of accepted) assert.ok(o.responses['202']?.headers?.location, o.operationId);
+  });
+
   it('G4 an unknown operation is 404; a malformed id is 400 (G7)', async () => {
     const w = await readyWorld(t, f);
     const missing = await w.owner.client.get(`/v1/operations/${MISSING}`);

@@ -54,7 +54,7 @@ describe('refreshEnvironmentDiskUsage', () => {
 });
 
 describe('refreshAccountDiskUsage', () => {
-  it('refreshes every active install of the account once (200 null), collapsing like single refreshes', async () => {
+  it('M7 M8 refreshes every active install of the account once (200 null), collapsing like single refreshes', async () => {
     const w = await readyWorld(t, f);
     const staging = await readyInstall(t, f, w, 'staging');
     await f.install(w.owner.client, w.account.id, w.site.id, 'development'); // pending: skipped
@@ -109,7 +109,7 @@ describe('getInstallUsage', () => {
     ]);
   });
 
-  it('disk usage follows copies: after copying a site over, the destination measures like the source', async () => {
+  it('C2 M9 disk usage follows copies: after copying a site over, the destination measures like the source', async () => {
     const w = await readyWorld(t, f);
     const source = await readyInstall(t, f, w, 'staging');
     const measure = async (id: string) => {

@@ -31,7 +31,10 @@ export const NotificationEmails = Type.Array(Type.String({ format: 'email', maxL
   description: 'Each address is notified when the work finishes',
 });
 
-/** The Location header of a 202: the absolute URL of the operation. */
-export const LocationHeader = Type.Object({
-  location: Type.String({ format: 'uri', description: 'URL of the operation (GET /v1/operations/{id})' }),
-});
+/** The Location header of a 202 (response `headers` as @fastify/swagger reads them: name -> schema). */
+export const LocationHeader = {
+  location: Type.String({
+    format: 'uri',
+    description: 'Absolute URL of the operation (GET /v1/operations/{id})',
+  }),
+};

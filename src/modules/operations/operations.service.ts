@@ -4,7 +4,7 @@ import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
 import type { Page } from '../../http/pagination.js';
-import type { JobName } from '../../jobs/catalog.js';
+import type { OperationJobName } from '../../jobs/catalog.js';
 import { scheduleAt } from '../../jobs/due.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { operationFinishedMail } from '../../mail/templates/operation-finished.js';
@@ -235,9 +235,9 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
     },
 
     /** Job step: the driver said "ask again at `checkAt`": due work re-runs the job then. */
-    async waitUntil(op: repo.OperationRow, checkAt: Date, job: JobName) {
+    async waitUntil(op: repo.OperationRow, checkAt: Date, job: OperationJobName) {
       await withTransaction(db, async (tx) => {
-        await scheduleAt(tx, `operation:${op.id}`, job, { operation_id: op.id } as never, checkAt);
+        await scheduleAt(tx, `operation:${op.id}`, job, { operation_id: op.id }, checkAt);
         await repo.updateOperation(tx, op.id, { expected_at: checkAt });
       });
     },
