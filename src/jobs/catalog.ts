@@ -40,8 +40,8 @@ export interface JobSpec<P extends TSchema = TSchema> {
   concurrency: number;
   /** pg-boss queue policy; default `standard`. */
   policy?: 'standard' | 'short' | 'singleton' | 'stately';
-  /** With `policy`: the key that deduplicates. */
-  singletonKey?: (payload: Static<P>) => string;
+  /** With `policy`: the key that deduplicates (method syntax: specs of any payload share one record type). */
+  singletonKey?(payload: Static<P>): string;
 }
 
 const OperationPayload = Type.Object({ operation_id: Type.String({ format: 'uuid' }) });
@@ -49,7 +49,9 @@ const OperationPayload = Type.Object({ operation_id: Type.String({ format: 'uuid
 /**
  * A step of an operation: one driver call (start it, or ask whether it is done) and one transaction.
  * Waiting for the platform is due work (jobs/due.ts), so an attempt is short: 5 minutes is a hung
- * call. Retries back off from 10 s: 10-20 s, 20-40 s, 40-80 s.
+ * call. Retries back off from 10 s: 10-20 s, 20-40 s, 40-80 s. Policy `short` keyed by the
+ * operation: at most one queued step per operation (a second send while one waits is dropped; the
+ * waiting one does the work). Handlers are idempotent anyway; this keeps duplicates out of the queue.
  */
 const operationStep = {
   payload: OperationPayload,
@@ -58,6 +60,8 @@ const operationStep = {
   retryBackoff: true,
   expireInSeconds: 300,
   concurrency: 4,
+  policy: 'short',
+  singletonKey: (payload: { operation_id: string }) => payload.operation_id,
 } satisfies JobSpec<typeof OperationPayload>;
 
 /** Every job of the service, in one place (G10 is reviewable here). */
@@ -87,6 +91,8 @@ export const JOBS = {
     retryBackoff: true,
     expireInSeconds: 120,
     concurrency: 2,
+    policy: 'short',
+    singletonKey: (payload: { message_id: string }) => payload.message_id,
   },
 } as const satisfies Record<string, JobSpec>;
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import { withTransaction } from '../../src/db/transaction.js';
@@ -23,14 +24,14 @@ function handlersWith(mail: Partial<JobHandler<{ message_id: string }>>) {
   return handlers;
 }
 
-const enqueueMail = (id = MESSAGE) =>
+const enqueueMail = (id: string = randomUUID()) =>
   withTransaction(db, (tx) => t.queue.enqueue(tx, 'mail-deliver', { message_id: id }));
 
 describe('enqueue inside the transaction (style rule 5)', () => {
   it('G10 a job exists exactly when the transaction that asked for it commits', async () => {
     await assert.rejects(
       withTransaction(db, async (tx) => {
-        await t.queue.enqueue(tx, 'mail-deliver', { message_id: MESSAGE });
+        await t.queue.enqueue(tx, 'mail-deliver', { message_id: randomUUID() });
         throw new Error('roll back');
       }),
       /roll back/,
@@ -43,6 +44,19 @@ describe('enqueue inside the transaction (style rule 5)', () => {
       [id],
     );
     await t.queue.complete('mail-deliver', fetched[0]?.id ?? '');
+  });
+
+  it('G10 at most one queued job per key (policy short): a second send while one waits is dropped', async () => {
+    const id = randomUUID();
+    const first = await enqueueMail(id);
+    assert.ok(first);
+    assert.equal(await enqueueMail(id), null);
+    const fetched = await t.queue.fetch('mail-deliver', 10);
+    assert.deepEqual(
+      fetched.map((j) => j.id),
+      [first],
+    );
+    await t.queue.complete('mail-deliver', first);
   });
 
   it('G10 refuses a payload that does not match the job schema', async () => {
@@ -146,7 +160,7 @@ describe('workers', () => {
     try {
       const started = once(worker.runner.events, JOB_STARTED);
       const before = Date.now();
-      await enqueueMail();
+      await enqueueMail(MESSAGE);
       await started;
       assert.ok(Date.now() - before < 5000);
     } finally {

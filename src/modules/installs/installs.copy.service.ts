@@ -8,6 +8,7 @@ import type { JobQueue } from '../../jobs/queue.js';
 import type { OperationsService } from '../operations/operations.service.js';
 import type { CopyInstallBody } from './installs.copy.schemas.js';
 import type { CopyInput } from './installs.jobs.js';
+import type { InstallRow } from './installs.repo.js';
 import type { InstallsService } from './installs.service.js';
 
 export interface InstallCopyDeps {
@@ -55,7 +56,7 @@ export function createInstallCopyService({ db, installs, operations, queue, driv
       return withTransaction(db, async (tx) => {
         // Locked in id order, so two copies in opposite directions cannot deadlock.
         const [first, second] = [sourceId, destinationId].sort();
-        const locked = new Map();
+        const locked = new Map<string, InstallRow | null>();
         for (const id of [first, second]) if (id) locked.set(id, await installs.lock(tx, id));
         const source = locked.get(sourceId);
         const destination = locked.get(destinationId);
