@@ -245,6 +245,19 @@ if (TEST_DB === 'postgres') {
       }
     });
 
+    it('hostplane api serves without running jobs; the manual clock is refused outside hostplane serve', async () => {
+      const api = runCli(['api'], { ...workerEnv, PORT: '0', HOST: '127.0.0.1' });
+      try {
+        await api.waitFor(/Jobs: not run here \(API only\); run "hostplane worker" beside it/);
+        assert.equal(await stop(api), 0);
+      } finally {
+        await stop(api, 'SIGKILL');
+      }
+      const manual = runCli(['worker'], { ...workerEnv, HOSTPLANE_CLOCK: 'manual' });
+      assert.equal(await manual.exited, 1);
+      assert.match(manual.output(), /cannot use HOSTPLANE_CLOCK=manual/);
+    });
+
     it('G10 SIGTERM drains a worker: a job still running at the drain timeout is released, and the next worker finishes it', async () => {
       const w = await f.world();
       let worker = await startWorker();
