@@ -4,6 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
+import { createJobQueue } from '../src/jobs/queue.js';
 import { openConfiguredDatabase } from '../src/main.js';
 import { loadOrCreateSecret } from '../src/secrets.js';
 import { createServices } from '../src/services.js';
@@ -119,9 +120,11 @@ export async function prepareTarget(kind: DbKind, workDir: string): Promise<Targ
 export async function seed(target: Target): Promise<Fixture> {
   const config = loadConfig(target.env);
   const database = await openConfiguredDatabase(config);
+  const queue = createJobQueue({ database, jobs: config.jobs });
+  await queue.start();
   try {
     const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
-    const services = createServices({ config, database, clock: systemClock, secretKey });
+    const services = createServices({ config, database, clock: systemClock, secretKey, queue });
     const account = await services.accounts.create({
       name: 'Bench Agency',
       preferred_data_center: 'us-central',
@@ -150,6 +153,7 @@ export async function seed(target: Target): Promise<Fixture> {
     const basic = Buffer.from(`${credential.username}:${credential.password}`).toString('base64');
     return { accountId: account.id, authorization: `Basic ${basic}` };
   } finally {
+    await queue.stop();
     await database.close();
   }
 }

@@ -99,6 +99,7 @@ async function main() {
   else if (kind === 'app') {
     // The production composition root (config → database → migrate → buildApp → listen, SIGTERM).
     const { port } = await serve(loadConfig(), () => {});
+    if (port === null) throw new Error('serve() started no HTTP server');
     ready = { port, path: '/v1/sites?limit=100' };
   } else throw new Error(`unknown server kind "${kind}" (hello, raw or app)`);
   process.stdout.write(`${JSON.stringify(ready)}\n`);

@@ -14,17 +14,26 @@ import type { Redis } from 'ioredis';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
+import type { HostingDriver } from './drivers/driver.js';
 import { Errors } from './errors.js';
 import { adminAuthHook, basicAuthHook, parseBasic } from './http/auth.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import type { RouteContext } from './http/route-context.js';
+import type { JobQueue } from './jobs/queue.js';
+import type { Mailer } from './mail/mailer.js';
 import { accountsRoutes } from './modules/accounts/accounts.routes.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
+import { adminTestingRoutes } from './modules/admin/admin.testing.routes.js';
+import { backupsRoutes } from './modules/backups/backups.routes.js';
+import { cacheRoutes } from './modules/cache/cache.routes.js';
 import { certificatesRoutes } from './modules/certificates/certificates.routes.js';
 import { domainsRoutes } from './modules/domains/domains.routes.js';
+import { installCopyRoutes } from './modules/installs/installs.copy.routes.js';
 import { installsRoutes } from './modules/installs/installs.routes.js';
+import { operationsRoutes } from './modules/operations/operations.routes.js';
 import { sitesRoutes } from './modules/sites/sites.routes.js';
 import { healthRoutes, publicRoutes } from './modules/system/system.routes.js';
+import { usageRoutes } from './modules/usage/usage.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 import { createServices } from './services.js';
 
@@ -40,6 +49,12 @@ export interface AppDeps {
   logger?: FastifyServerOptions['logger'];
   /** Shared rate-limit store (REDIS_URL). */
   redis?: Redis;
+  /** The started job queue: requests enqueue their jobs in their own transactions. */
+  queue: JobQueue;
+  /** Default: the driver the config names (simulated). */
+  driver?: HostingDriver;
+  /** Default: SMTP when SMTP_URL is set, else the outbox keeps mail. */
+  mailer?: Mailer;
 }
 
 type Hook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -117,7 +132,15 @@ export async function buildApp(deps: AppDeps) {
     },
   });
 
-  const services = createServices({ config, database, clock, secretKey: deps.secretKey });
+  const services = createServices({
+    config,
+    database,
+    clock,
+    secretKey: deps.secretKey,
+    queue: deps.queue,
+    ...(deps.driver && { driver: deps.driver }),
+    ...(deps.mailer && { mailer: deps.mailer }),
+  });
 
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {
@@ -173,6 +196,11 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(installsRoutes(ctx));
       await v1.register(domainsRoutes(ctx));
       await v1.register(certificatesRoutes(ctx));
+      await v1.register(operationsRoutes(ctx));
+      await v1.register(installCopyRoutes(ctx));
+      await v1.register(backupsRoutes(ctx));
+      await v1.register(usageRoutes(ctx));
+      await v1.register(cacheRoutes(ctx));
     },
     { prefix: '/v1' },
   );
@@ -181,6 +209,7 @@ export async function buildApp(deps: AppDeps) {
     async (admin) => {
       appendOnRequest(admin, adminAuthHook(deps.adminToken));
       await admin.register(adminRoutes(ctx));
+      await admin.register(adminTestingRoutes(ctx));
     },
     { prefix: '/admin/v1' },
   );

@@ -2,13 +2,16 @@ import fs from 'node:fs';
 import { Compile } from 'typebox/compile';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
-import { openConfiguredDatabase, serve } from './main.js';
+import { createJobQueue } from './jobs/queue.js';
+import { openConfiguredDatabase, start } from './main.js';
 import { SeedFixture } from './modules/admin/admin.schemas.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { createServices } from './services.js';
 
 const USAGE = `usage: hostplane <command>
-  serve           run the API (default)
+  serve           run the API and the job worker in one process (default)
+  api             run the API only (PostgreSQL; run workers beside it)
+  worker          run the job worker only (PostgreSQL)
   migrate         apply database migrations and exit
   seed FILE.json  load accounts, users, sites, installs and credentials from a fixture`;
 
@@ -24,12 +27,15 @@ async function seed(file: string | undefined) {
   }
   const config = loadConfig();
   const database = await openConfiguredDatabase(config);
+  const queue = createJobQueue({ database, jobs: config.jobs });
   try {
+    await queue.start();
     const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
-    const services = createServices({ config, database, clock: systemClock, secretKey });
+    const services = createServices({ config, database, clock: systemClock, secretKey, queue });
     const counts = await services.admin.seed(fixture);
     console.log(`seeded ${JSON.stringify(counts)}`);
   } finally {
+    await queue.stop();
     await database.close();
   }
 }
@@ -38,7 +44,9 @@ async function main(argv: string[]) {
   const [command = 'serve', ...args] = argv;
   switch (command) {
     case 'serve':
-      await serve(loadConfig());
+    case 'api':
+    case 'worker':
+      await start(loadConfig(), command);
       return;
     case 'migrate': {
       const database = await openConfiguredDatabase(loadConfig());

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { DRIVER_OPERATIONS, type DriverOperation } from './drivers/driver.js';
 
 /** Parsed, validated, frozen configuration. The only reader of `process.env` is {@link loadConfig}. */
 export interface Config {
@@ -40,7 +41,48 @@ export interface Config {
     /** `DNS_TRIES`, default 2: tries per name server before the lookup fails as a timeout. */
     readonly tries: number;
   };
+  /** `HOSTPLANE_CLOCK`, default `system`; `manual` enables GET|POST /admin/v1/clock (tests, demos). */
+  readonly clockMode: 'system' | 'manual';
+  /** `HOSTPLANE_FAULTS`, default `off`; `on` is test mode: POST /admin/v1/faults is served. */
+  readonly faultsEnabled: boolean;
+  /** `SMTP_URL`, default unset: mail is then kept in the outbox and listed at GET /admin/v1/mail. */
+  readonly smtpUrl: string | null;
+  /** `MAIL_FROM`, default `Hostplane <no-reply@hostplane.invalid>`. */
+  readonly mailFrom: string;
+  /** `HOSTING_DRIVER`, default `simulated` (the only driver so); `SIMULATED_DURATIONS` its durations. */
+  readonly driver: {
+    readonly kind: 'simulated';
+    readonly durations: Readonly<Record<DriverOperation, number>>;
+  };
+  /** The job engine's timing (jobs/queue.ts, jobs/worker.ts). */
+  readonly jobs: JobsConfig;
 }
+
+export interface JobsConfig {
+  /** `JOB_POLL_INTERVAL_MS`, default 2000: a worker's fallback poll (new jobs wake it at once by NOTIFY). */
+  readonly pollIntervalMs: number;
+  /** `JOB_SWEEP_INTERVAL_MS`, default 1000: how often due work (rows with run_at) is enqueued. */
+  readonly sweepIntervalMs: number;
+  /** `JOB_MAINTENANCE_SECONDS`, default 30: how often jobs of dead workers (past their expiry) are retried. */
+  readonly maintenanceSeconds: number;
+  /** `JOB_DRAIN_SECONDS`, default 30: on SIGTERM, how long running jobs may finish before they are released. */
+  readonly drainSeconds: number;
+  /** `JOB_EXPIRE_SECONDS`, default unset (each job's own, jobs/catalog.ts): overrides every job's expiry. */
+  readonly expireSeconds: number | null;
+  /** `JOB_RETRY_DELAY_SECONDS`, default unset (each job's own): overrides every job's retry delay. */
+  readonly retryDelaySeconds: number | null;
+}
+
+/** Simulated durations in seconds, per driver operation (`SIMULATED_DURATIONS=backup=10,copy=30`). */
+export const DEFAULT_SIMULATED_DURATIONS: Readonly<Record<DriverOperation, number>> = {
+  provision: 5,
+  copy: 20,
+  backup: 10,
+  restore: 15,
+  measure_disk: 3,
+  purge_cache: 1,
+  move_site: 10,
+};
 
 type Env = Record<string, string | undefined>;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -103,6 +145,43 @@ function dnsServersVar(env: Env, problems: string[]): string[] {
   return servers;
 }
 
+function durationsVar(env: Env, problems: string[]): Record<DriverOperation, number> {
+  const durations = { ...DEFAULT_SIMULATED_DURATIONS };
+  const raw = env.SIMULATED_DURATIONS;
+  if (!raw) return durations;
+  for (const part of raw.split(',')) {
+    const [name = '', value = ''] = part.split('=').map((s) => s.trim());
+    const seconds = Number(value);
+    if (!(DRIVER_OPERATIONS as readonly string[]).includes(name)) {
+      problems.push(
+        `SIMULATED_DURATIONS names an unknown operation "${name}" (${DRIVER_OPERATIONS.join(', ')})`,
+      );
+    } else if (value === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
+      problems.push(`SIMULATED_DURATIONS ${name} must be 0 to 86400 seconds (got "${value}")`);
+    } else {
+      durations[name as DriverOperation] = seconds;
+    }
+  }
+  return durations;
+}
+
+function enumVar<T extends string>(
+  env: Env,
+  name: string,
+  values: readonly T[],
+  fallback: T,
+  problems: string[],
+): T {
+  const raw = env[name] || fallback;
+  if ((values as readonly string[]).includes(raw)) return raw as T;
+  problems.push(`${name} must be one of ${values.join(', ')} (got "${raw}")`);
+  return fallback;
+}
+
+function optionalInt(env: Env, name: string, min: number, max: number, problems: string[]): number | null {
+  return env[name] ? intVar(env, name, min, min, max, problems) : null;
+}
+
 /** Reads every setting at once and throws one {@link ConfigError} listing every problem. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -143,6 +222,22 @@ export function loadConfig(env: Env = process.env): Config {
       servers: Object.freeze(dnsServersVar(env, problems)),
       timeoutMs: intVar(env, 'DNS_TIMEOUT_MS', 2000, 10, 60_000, problems),
       tries: intVar(env, 'DNS_TRIES', 2, 1, 10, problems),
+    }),
+    clockMode: enumVar(env, 'HOSTPLANE_CLOCK', ['system', 'manual'], 'system', problems),
+    faultsEnabled: enumVar(env, 'HOSTPLANE_FAULTS', ['on', 'off'], 'off', problems) === 'on',
+    smtpUrl: urlVar(env, 'SMTP_URL', ['smtp:', 'smtps:'], problems),
+    mailFrom: env.MAIL_FROM || 'Hostplane <no-reply@hostplane.invalid>',
+    driver: {
+      kind: enumVar(env, 'HOSTING_DRIVER', ['simulated'], 'simulated', problems),
+      durations: Object.freeze(durationsVar(env, problems)),
+    },
+    jobs: Object.freeze({
+      pollIntervalMs: intVar(env, 'JOB_POLL_INTERVAL_MS', 2000, 50, 60_000, problems),
+      sweepIntervalMs: intVar(env, 'JOB_SWEEP_INTERVAL_MS', 1000, 50, 60_000, problems),
+      maintenanceSeconds: intVar(env, 'JOB_MAINTENANCE_SECONDS', 30, 1, 3600, problems),
+      drainSeconds: intVar(env, 'JOB_DRAIN_SECONDS', 30, 0, 3600, problems),
+      expireSeconds: optionalInt(env, 'JOB_EXPIRE_SECONDS', 1, 82_800, problems),
+      retryDelaySeconds: optionalInt(env, 'JOB_RETRY_DELAY_SECONDS', 0, 3600, problems),
     }),
   };
   if (problems.length > 0) throw new ConfigError(problems);

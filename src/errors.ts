@@ -107,6 +107,9 @@ export const Errors = {
     new AppError('rate_limited', `Too many requests; retry in ${retryAfterSeconds} seconds`, [], {
       'retry-after': String(retryAfterSeconds),
     }),
+  /** 429 with a message that says which limit was hit (not the generic rate limit). */
+  tooManyRequests: (message: string, retryAfterSeconds: number) =>
+    new AppError('rate_limited', message, [], { 'retry-after': String(retryAfterSeconds) }),
   unavailable: (message = 'Service temporarily unavailable; retry shortly') =>
     new AppError('unavailable', message),
   badUpstream: (message: string) => new AppError('bad_upstream', message),

@@ -1,12 +1,17 @@
 import { count } from 'drizzle-orm';
 import { Redis, type RedisOptions } from 'ioredis';
+import { pino } from 'pino';
 import { buildApp } from './app.js';
-import { systemClock } from './clock.js';
+import { createManualClock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Database, openDatabase } from './db/client.js';
 import { migrateDatabase } from './db/migrate.js';
 import { accounts } from './db/schema.js';
+import { createJobHandlers } from './jobs/catalog.js';
+import { createJobQueue } from './jobs/queue.js';
+import { createWorker } from './jobs/worker.js';
 import { loadOrCreateSecret } from './secrets.js';
+import { createServices } from './services.js';
 
 /** Opens and migrates the database named by the config (PGlite in DATA_DIR, or PostgreSQL). */
 export async function openConfiguredDatabase(config: Config): Promise<Database> {
@@ -72,29 +77,79 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
   return redis;
 }
 
-/** Composition root of `hostplane serve`: config → db (+lock) → migrate → app → listen; clean shutdown. */
-export async function serve(config: Config, print: (line: string) => void = console.log) {
+/** `serve` = API + worker in one process (the only mode on PGlite); `api` and `worker` split them. */
+export type ProcessRole = 'serve' | 'api' | 'worker';
+
+/** Why a role cannot run with this config, or null. */
+export function roleProblem(config: Config, role: ProcessRole): string | null {
+  if (role === 'serve') return null;
+  if (config.db.kind === 'pglite') {
+    return (
+      `hostplane ${role} needs PostgreSQL (DATABASE_URL=postgres://...): the embedded database ` +
+      'allows one process, so run "hostplane serve" (API and worker in one process)'
+    );
+  }
+  if (config.clockMode === 'manual') {
+    return `hostplane ${role} cannot use HOSTPLANE_CLOCK=manual: the manual clock lives in one process; run "hostplane serve"`;
+  }
+  return null;
+}
+
+/**
+ * Composition root: config -> db (+lock) -> migrate -> queue -> app and/or worker -> listen; on
+ * SIGINT/SIGTERM the HTTP server closes, the worker drains, then the queue and the database close.
+ */
+export async function start(config: Config, role: ProcessRole, print: (line: string) => void = console.log) {
+  const problem = roleProblem(config, role);
+  if (problem) throw new Error(problem);
+  const logOptions = loggerOptions(config);
+  const log = pino(logOptions);
   const database = await openConfiguredDatabase(config);
+  const clock = config.clockMode === 'manual' ? createManualClock() : systemClock;
+  const queue = createJobQueue({
+    database,
+    jobs: config.jobs,
+    ...(config.db.kind === 'postgres' && { databaseUrl: config.db.url }),
+    onError: (err) => log.warn({ err }, 'job queue error'),
+  });
+  await queue.start({ maintenance: role !== 'api' });
   const admin = loadOrCreateSecret(config.adminToken, config.dataDir, 'admin-token');
   const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
-  const redis = config.redisUrl ? createRedis(config.redisUrl) : undefined;
-  const app = await buildApp({
-    config,
-    database,
-    clock: systemClock,
-    adminToken: admin.value,
-    secretKey,
-    redis,
-    logger: loggerOptions(config),
-  });
+  const redis = config.redisUrl && role !== 'worker' ? createRedis(config.redisUrl) : undefined;
+  const app =
+    role === 'worker'
+      ? null
+      : await buildApp({
+          config,
+          database,
+          clock,
+          adminToken: admin.value,
+          secretKey,
+          redis,
+          queue,
+          logger: logOptions,
+        });
+  const services = app?.services ?? createServices({ config, database, clock, secretKey, queue });
+  const worker =
+    role === 'api'
+      ? null
+      : createWorker({
+          queue,
+          handlers: createJobHandlers(services),
+          sweep: services.due.sweep,
+          log,
+          config: config.jobs,
+        });
 
   // Installed before the banner: a supervisor that signals as soon as it reads it gets a clean stop.
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    app.log.info({ signal }, 'shutting down');
-    await app.close();
+    log.info({ signal }, 'shutting down');
+    await app?.close();
+    await worker?.stop();
+    await queue.stop();
     await database.close();
     redis?.disconnect();
   };
@@ -107,6 +162,13 @@ export async function serve(config: Config, print: (line: string) => void = cons
     });
   }
 
+  await worker?.start();
+  const where = database.kind === 'pglite' ? `embedded PGlite (${config.dataDir})` : 'PostgreSQL';
+  if (!app) {
+    print(`Hostplane worker is running ${queue.queueNames().length} job queues on ${where}`);
+    return { app, worker, database, shutdown, port: null };
+  }
+
   const [existing] = await database.db.select({ n: count() }).from(accounts);
   const demo = Number(existing?.n ?? 0) === 0 ? await app.services.admin.createDemo() : null;
 
@@ -114,9 +176,14 @@ export async function serve(config: Config, print: (line: string) => void = cons
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const base = config.publicUrl ?? `http://127.0.0.1:${port}`;
+  print(`Hostplane is serving ${base}/v1 on ${where}`);
   print(
-    `Hostplane is serving ${base}/v1 on ${database.kind === 'pglite' ? `embedded PGlite (${config.dataDir})` : 'PostgreSQL'}`,
+    worker
+      ? `Jobs: running in this process (${queue.queueNames().length} queues, ${services.driver.name} hosting driver)`
+      : 'Jobs: not run here (API only); run "hostplane worker" beside it',
   );
+  if (config.clockMode === 'manual')
+    print(`Clock: manual (${clock.now().toISOString()}); move it with POST /admin/v1/clock`);
   print(`OpenAPI: ${base}/v1/swagger  docs: ${base}/docs`);
   if (admin.generated)
     print(`Admin token (shown once, stored in ${config.dataDir}/admin-token): ${admin.value}`);
@@ -126,5 +193,8 @@ export async function serve(config: Config, print: (line: string) => void = cons
     print(`  curl -u '${demo.username}:${demo.password}' '${base}/v1/sites?account_id=${demo.accountId}'`);
   }
 
-  return { app, database, shutdown, port };
+  return { app, worker, database, shutdown, port };
 }
+
+/** `hostplane serve`: the API and the job worker in one process. */
+export const serve = (config: Config, print?: (line: string) => void) => start(config, 'serve', print);

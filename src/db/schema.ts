@@ -1,9 +1,13 @@
 import { sql } from 'drizzle-orm';
 import {
   type AnyPgColumn,
+  bigint,
   boolean,
+  date,
   foreignKey,
   index,
+  integer,
+  jsonb,
   pgTable,
   primaryKey,
   text,
@@ -208,6 +212,174 @@ export const certificates = pgTable(
   (t) => [index('certificates_install_id_created_idx').on(t.install_id, t.created_at, t.id)],
 );
 
+const at = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+const bytes = (name: string) => bigint(name, { mode: 'number' });
+
+/**
+ * Every asynchronous request (a Hostplane extension, GET /v1/operations/{id}). `status` is the
+ * client-visible state; `state` is the handler's private progress (checkpoint id, results).
+ */
+export const operations = pgTable(
+  'operations',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    account_id: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    install_id: uuid('install_id')
+      .notNull()
+      .references(() => installs.id, { onDelete: 'cascade' }),
+    type: text('type').notNull(),
+    status: text('status').notNull().default('queued'),
+    resource_type: text('resource_type').notNull(),
+    resource_id: uuid('resource_id').notNull(),
+    input: jsonb('input').notNull().default({}),
+    state: jsonb('state').notNull().default({}),
+    error: text('error'),
+    expected_at: at('expected_at'),
+    created_at: createdAt(),
+    started_at: at('started_at'),
+    completed_at: at('completed_at'),
+  },
+  (t) => [
+    index('operations_install_id_created_idx').on(t.install_id, t.created_at, t.id),
+    index('operations_account_id_idx').on(t.account_id),
+    index('operations_resource_id_idx').on(t.resource_id),
+    // M8: one pending disk-usage recalculation per install; concurrent requests collapse onto it.
+    uniqueIndex('operations_one_open_disk_refresh_key')
+      .on(t.install_id)
+      .where(sql`${t.type} = 'refresh_disk_usage' and ${t.status} in ('queued', 'in_progress')`),
+    // One restore at a time per install.
+    uniqueIndex('operations_one_open_restore_key')
+      .on(t.install_id)
+      .where(sql`${t.type} = 'restore_backup' and ${t.status} in ('queued', 'in_progress')`),
+  ],
+);
+
+/** B1-B2: backups of an install; `kind` checkpoint marks those taken before a restore (R2). */
+export const backups = pgTable(
+  'backups',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    account_id: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    install_id: uuid('install_id')
+      .notNull()
+      .references(() => installs.id, { onDelete: 'cascade' }),
+    operation_id: uuid('operation_id').references(() => operations.id, { onDelete: 'set null' }),
+    kind: text('kind').notNull().default('manual'),
+    status: text('status').notNull().default('requested'),
+    description: text('description').notNull(),
+    wordpress_version: text('wordpress_version'),
+    size_bytes: bytes('size_bytes'),
+    snapshot: jsonb('snapshot'),
+    create_time: at('create_time').notNull().defaultNow(),
+    complete_time: at('complete_time'),
+  },
+  (t) => [
+    index('backups_install_id_created_idx').on(t.install_id, t.create_time, t.id),
+    index('backups_account_id_idx').on(t.account_id),
+    index('backups_operation_id_idx').on(t.operation_id),
+  ],
+);
+
+/**
+ * Due work: a job to enqueue at `run_at` (by the injected clock). The sweeper moves due rows into the
+ * queue, so a manual clock move and a restart after a crash are handled the same way.
+ */
+export const dueJobs = pgTable(
+  'due_jobs',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    /** Deduplicates: one due row per key (an operation's next step). */
+    key: text('key').notNull(),
+    name: text('name').notNull(),
+    payload: jsonb('payload').notNull(),
+    run_at: at('run_at').notNull(),
+    created_at: createdAt(),
+  },
+  (t) => [uniqueIndex('due_jobs_key_key').on(t.key), index('due_jobs_run_at_idx').on(t.run_at)],
+);
+
+/** Outgoing mail (C6, B3, R3): one row per message; a job delivers it, or it is kept when no SMTP. */
+export const mailOutbox = pgTable(
+  'mail_outbox',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    operation_id: uuid('operation_id').references(() => operations.id, { onDelete: 'set null' }),
+    event: text('event').notNull(),
+    to_address: text('to_address').notNull(),
+    subject: text('subject').notNull(),
+    text_body: text('text_body').notNull(),
+    html_body: text('html_body').notNull(),
+    status: text('status').notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    last_error: text('last_error'),
+    created_at: createdAt(),
+    sent_at: at('sent_at'),
+  },
+  (t) => [
+    // One message per operation, event and address, however often the completion is retried.
+    uniqueIndex('mail_outbox_operation_event_to_key').on(t.operation_id, t.event, t.to_address),
+    index('mail_outbox_created_idx').on(t.created_at, t.id),
+  ],
+);
+
+/** Daily usage of an install (M5-M9); one row per install and day, metrics null when unknown. */
+export const installUsageDaily = pgTable(
+  'install_usage_daily',
+  {
+    install_id: uuid('install_id')
+      .notNull()
+      .references(() => installs.id, { onDelete: 'cascade' }),
+    date: date('date', { mode: 'string' }).notNull(),
+    visit_count: bytes('visit_count'),
+    billable_visits: bytes('billable_visits'),
+    network_origin_bytes: bytes('network_origin_bytes'),
+    network_cdn_bytes: bytes('network_cdn_bytes'),
+    network_total_bytes: bytes('network_total_bytes'),
+    storage_file_bytes: bytes('storage_file_bytes'),
+    storage_database_bytes: bytes('storage_database_bytes'),
+    request_origin_count: bytes('request_origin_count'),
+  },
+  (t) => [primaryKey({ columns: [t.install_id, t.date] })],
+);
+
+/** The simulated driver's platform: what each install holds (files, tables, WordPress version). */
+export const simulatedInstalls = pgTable('simulated_installs', {
+  install_id: uuid('install_id')
+    .primaryKey()
+    .references(() => installs.id, { onDelete: 'cascade' }),
+  wp_version: text('wp_version'),
+  file_bytes: bytes('file_bytes').notNull(),
+  db_tables: jsonb('db_tables').$type<Record<string, number>>().notNull(),
+  updated_at: at('updated_at').notNull().defaultNow(),
+});
+
+/** The simulated driver's work: one row per idempotency key, applied once when ready. */
+export const simulatedTasks = pgTable(
+  'simulated_tasks',
+  {
+    key: text('key').primaryKey(),
+    operation: text('operation').notNull(),
+    install_id: uuid('install_id'),
+    ready_at: at('ready_at').notNull(),
+    applied_at: at('applied_at'),
+    result: jsonb('result'),
+    created_at: createdAt(),
+  },
+  (t) => [index('simulated_tasks_install_id_idx').on(t.install_id)],
+);
+
+/** POST /admin/v1/faults: the next `remaining` calls of `operation` fail or hang (test mode). */
+export const simulatedFaults = pgTable('simulated_faults', {
+  operation: text('operation').primaryKey(),
+  mode: text('mode').notNull(),
+  remaining: integer('remaining').notNull(),
+  created_at: createdAt(),
+});
+
 export const schema = {
   accounts,
   users,
@@ -218,4 +390,12 @@ export const schema = {
   installs,
   domains,
   certificates,
+  operations,
+  backups,
+  dueJobs,
+  mailOutbox,
+  installUsageDaily,
+  simulatedInstalls,
+  simulatedTasks,
+  simulatedFaults,
 };

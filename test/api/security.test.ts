@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { can, ROLES } from '../../src/auth/access.js';
 import { startDnsServer } from '../support/dns-server.js';
@@ -11,6 +12,7 @@ import {
   type ApiRoute,
   buildWorld,
   certificateFor,
+  DELEGATED_ROUTES,
   expectAccessError,
   expectBadCredentials,
   expectEmptyPage,
@@ -283,6 +285,18 @@ describe('public routes', () => {
     it(`G2 public ${route.method} ${route.path} answers without credentials`, async () => {
       const res = await t.anonymous.request(route.method, route.url ?? route.path);
       assert.ok(res.status >= 200 && res.status < 400, `${res.status} ${JSON.stringify(res.body)}`);
+    });
+  }
+});
+
+describe('delegated routes', () => {
+  for (const route of DELEGATED_ROUTES) {
+    it(`G2/G4/A2 ${route.operationId} (${route.method} ${route.path}) is exercised by ${route.file}`, () => {
+      const text = fs.readFileSync(route.file, 'utf8');
+      assert.ok(
+        text.includes(`operationId: '${route.operationId}'`),
+        `${route.file} does not test ${route.operationId}`,
+      );
     });
   }
 });

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { loadConfig } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/db/client.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
+import { createJobQueue } from '../../src/jobs/queue.js';
 
 /** Which database the API tests run on: `TEST_DB=pglite` (default) or `TEST_DB=postgres`. */
 export const TEST_DB = (process.env.TEST_DB ?? 'pglite') as 'pglite' | 'postgres';
@@ -30,6 +32,13 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
+/** The job queue's schema and queues, so clones start with them (pg-boss installs them on start). */
+async function installQueue(database: Database) {
+  const queue = createJobQueue({ database, jobs: loadConfig({}).jobs });
+  await queue.start();
+  await queue.stop();
+}
+
 /** Once per test run (scripts/test.sh): a migrated template that each test file clones. */
 export async function prepareTemplate(): Promise<void> {
   if (TEST_DB === 'postgres') {
@@ -39,11 +48,13 @@ export async function prepareTemplate(): Promise<void> {
     });
     const database = await openDatabase({ kind: 'postgres', url: dbUrl(TEMPLATE_DB), poolSize: 1 });
     await migrateDatabase(database);
+    await installQueue(database);
     await database.close();
     return;
   }
   const database = await openDatabase({ kind: 'pglite-memory' });
   await migrateDatabase(database);
+  await installQueue(database);
   const dump = await database.pglite?.dumpDataDir('gzip');
   await database.close();
   if (!dump) throw new Error('PGlite dump failed');

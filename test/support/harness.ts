@@ -3,9 +3,13 @@ import { after } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import { type App, buildApp } from '../../src/app.js';
-import type { Clock } from '../../src/clock.js';
+import { createManualClock, type ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/client.js';
+import { createJobHandlers } from '../../src/jobs/catalog.js';
+import { createJobQueue, type JobQueue } from '../../src/jobs/queue.js';
+import { createJobRunner, type JobRunner } from '../../src/jobs/worker.js';
+import type { Mailer } from '../../src/mail/mailer.js';
 import { loggerOptions } from '../../src/main.js';
 import { cloneDatabase } from './databases.js';
 
@@ -31,22 +35,13 @@ export interface Client {
 }
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
-/** HOSTPLANE_SECRET_KEY of the tests (a file may pass its own through `env`). */
-export const SECRET_KEY = 'test-secret-key-0123456789abcdefghijklmnop';
 
-/** A clock the tests move by hand. */
-export function testClock(start = new Date()): Clock & { advance(ms: number): void; set(d: Date): void } {
-  let now = start.getTime();
-  return {
-    now: () => new Date(now),
-    advance: (ms) => {
-      now += ms;
-    },
-    set: (d) => {
-      now = d.getTime();
-    },
-  };
-}
+/** A clock the tests move by hand (the manual clock of HOSTPLANE_CLOCK=manual). */
+export const testClock = (start = new Date()): ManualClock => createManualClock(start);
+
+/** Every simulated operation takes no time unless a test sets SIMULATED_DURATIONS itself. */
+export const INSTANT_DURATIONS =
+  'provision=0,copy=0,backup=0,restore=0,measure_disk=0,purge_cache=0,move_site=0';
 
 function toRes(raw: LightMyRequestResponse): Res {
   let body: Json = null;
@@ -91,12 +86,25 @@ export const basic = (username: string, password: string) =>
 
 export const uniqueName = (prefix = 'i') => `${prefix}${randomBytes(5).toString('hex')}`;
 
+/** HOSTPLANE_SECRET_KEY of the tests (a file may pass its own through `env`). */
+export const SECRET_KEY = 'test-secret-key-0123456789abcdefghijklmnop';
+
 export interface StartedApp {
   app: App;
-  clock: ReturnType<typeof testClock>;
+  clock: ManualClock;
   admin: Client;
   anonymous: Client;
-  /** Closes the app (not its database). */
+  /** The started job queue of the app's database (no workers run: see runJobs). */
+  queue: JobQueue;
+  runner: JobRunner;
+  /**
+   * Runs due work and every queued job now, one at a time, until none is left (retry back-off is
+   * skipped): tests never wait on polling. Answers how many jobs ran.
+   */
+  runJobs(): Promise<number>;
+  /** What the job runner logged (failed attempts), for assertions and debugging. */
+  jobLog: { level: string; msg: string; obj: object }[];
+  /** Closes the app and its queue (not its database). */
   close(): Promise<void>;
 }
 
@@ -114,11 +122,16 @@ export interface TestAppOptions {
   logStream?: NodeJS.WritableStream;
   /** Shared rate-limit store (what REDIS_URL gives in production). */
   redis?: Redis;
+  /** Default: from the env (SMTP_URL), else mail is kept in the outbox. */
+  mailer?: Mailer;
+  /** PostgreSQL URL of the database, for the queue's LISTEN wake-ups (optional: tests use runJobs). */
+  databaseUrl?: string;
 }
 
 /**
- * Builds and readies an app on a database the caller owns (a test file's clone, or the same database
- * opened another way, e.g. through a TCP proxy). The caller closes it; {@link buildTestApp} does so.
+ * Builds and readies an app, with its job queue, on a database the caller owns (a test file's clone,
+ * or the same database opened another way, e.g. through a TCP proxy). The caller closes it;
+ * {@link buildTestApp} does so. Defaults: manual clock, faults on, instant simulated durations.
  */
 export async function startApp(database: Database, options: TestAppOptions = {}): Promise<StartedApp> {
   const config = loadConfig({
@@ -126,9 +139,18 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     RATE_LIMIT_PER_MINUTE: '0',
     HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
     HOSTPLANE_SECRET_KEY: SECRET_KEY,
+    HOSTPLANE_CLOCK: 'manual',
+    HOSTPLANE_FAULTS: 'on',
+    SIMULATED_DURATIONS: INSTANT_DURATIONS,
     ...options.env,
   });
   const clock = testClock();
+  const queue = createJobQueue({
+    database,
+    jobs: config.jobs,
+    ...(options.databaseUrl && { databaseUrl: options.databaseUrl }),
+  });
+  await queue.start();
   const app = await buildApp({
     config,
     database,
@@ -137,14 +159,33 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     secretKey: config.secretKey ?? SECRET_KEY,
     logger: options.logStream ? { ...loggerOptions(config), stream: options.logStream } : false,
     ...(options.redis && { redis: options.redis }),
+    queue,
+    ...(options.mailer && { mailer: options.mailer }),
   });
   await app.ready();
+  const jobLog: StartedApp['jobLog'] = [];
+  const record = (level: string) => (obj: object, msg: string) => {
+    jobLog.push({ level, msg, obj });
+  };
+  const runner = createJobRunner({
+    queue,
+    handlers: createJobHandlers(app.services),
+    sweep: app.services.due.sweep,
+    log: { info: record('info'), warn: record('warn'), error: record('error') },
+  });
   return {
     app,
     clock,
     admin: clientFor(app, `Bearer ${ADMIN_TOKEN}`),
     anonymous: clientFor(app),
-    close: () => app.close(),
+    queue,
+    runner,
+    runJobs: () => runner.drain(),
+    jobLog,
+    close: async () => {
+      await app.close();
+      await queue.stop();
+    },
   };
 }
 
@@ -156,7 +197,10 @@ export async function startApp(database: Database, options: TestAppOptions = {})
  */
 export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const cloned = await cloneDatabase();
-  const started = await startApp(cloned.database, options);
+  const started = await startApp(cloned.database, {
+    ...options,
+    ...(cloned.url && { databaseUrl: cloned.url }),
+  });
   let closed = false;
   const close = async () => {
     if (closed) return;

@@ -14,7 +14,7 @@ import * as repo from './certificates.repo.js';
 export interface CertificatesDeps {
   db: Db;
   clock: Clock;
-  installs: Pick<InstallsService, 'requireInstall' | 'lockInstall'>;
+  installs: Pick<InstallsService, 'requireInstall' | 'lock'>;
   domains: Pick<DomainsService, 'namesOf' | 'find'>;
   /** Seals private keys at rest (AES-256-GCM under HOSTPLANE_SECRET_KEY). */
   secretBox: SecretBox;
@@ -60,7 +60,7 @@ export function createCertificatesService(deps: CertificatesDeps) {
         .filter((cert) => cert.domains.every((name) => imported.covered.includes(name)))
         .map((cert) => cert.id);
       const row = await withTransaction(db, async (tx) => {
-        if (!(await installs.lockInstall(tx, installId))) throw Errors.notFound();
+        if (!(await installs.lock(tx, installId))) throw Errors.notFound();
         await repo.deleteCertificates(tx, installId, replaced);
         return repo.insertCertificate(tx, {
           id,

@@ -30,7 +30,7 @@ export type SslStatus = 'active' | 'expired' | 'none';
 export interface DomainsDeps {
   db: Db;
   clock: Clock;
-  installs: Pick<InstallsService, 'requireInstall' | 'lockInstall' | 'setPrimaryDomain'>;
+  installs: Pick<InstallsService, 'requireInstall' | 'lock' | 'setPrimaryDomain'>;
   resolver: TxtResolver;
   /** The domain of install cnames (`<install>.<installDomain>`); names under it are reserved. */
   installDomain: string;
@@ -75,7 +75,7 @@ export function createDomainsService(deps: DomainsDeps) {
   /** Locks the install for the transaction: domain changes of one install are serialised (D4, D5). */
   async function locked<T>(installId: string, fn: (tx: Db) => Promise<T>): Promise<T> {
     return withTransaction(db, async (tx) => {
-      if (!(await installs.lockInstall(tx, installId))) throw Errors.notFound();
+      if (!(await installs.lock(tx, installId))) throw Errors.notFound();
       return fn(tx);
     });
   }

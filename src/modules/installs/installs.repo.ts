@@ -40,6 +40,12 @@ export function findInstall(db: Db, id: string): Promise<InstallRow | null> {
     .then((rows) => rows[0] ?? null);
 }
 
+/** The install, locked until the transaction ends (operations on it serialise here). */
+export async function lockInstall(tx: Db, id: string): Promise<InstallRow | null> {
+  const [row] = await tx.select(projection).from(installs).where(eq(installs.id, id)).for('update');
+  return row ?? null;
+}
+
 export async function nameTaken(db: Db, name: string): Promise<boolean> {
   const rows = await db.select({ id: installs.id }).from(installs).where(eq(installs.name, name)).limit(1);
   return rows.length > 0;
@@ -74,12 +80,6 @@ export async function updateInstall(db: Db, id: string, values: Partial<typeof i
 
 export async function deleteInstall(db: Db, id: string): Promise<boolean> {
   const rows = await db.delete(installs).where(eq(installs.id, id)).returning({ id: installs.id });
-  return rows.length > 0;
-}
-
-/** Locks the install row for the rest of the transaction; false when it does not exist. */
-export async function lockInstall(db: Db, id: string): Promise<boolean> {
-  const rows = await db.select({ id: installs.id }).from(installs).where(eq(installs.id, id)).for('update');
   return rows.length > 0;
 }
 

@@ -15,6 +15,11 @@ export interface InstallsDeps {
   sites: Pick<SitesService, 'lockSite'>;
   /** Installs get the cname and first primary domain `<name>.<installDomain>`. */
   installDomain: string;
+  /**
+   * I7: called in the transaction that creates an install through the API, which is `pending`
+   * until the provisioning job this starts makes it `active`. Default: none (the install is active).
+   */
+  startProvisioning?: (tx: Db, install: repo.InstallRow) => Promise<void>;
 }
 
 /** Defaults of a new install's software (the hosting driver reports real ones). */
@@ -56,7 +61,13 @@ const environmentUnavailable = (environment: string, holder?: string) =>
     'environment_taken',
   );
 
-export function createInstallsService({ db, accounts, sites, installDomain }: InstallsDeps) {
+export function createInstallsService({
+  db,
+  accounts,
+  sites,
+  installDomain,
+  startProvisioning,
+}: InstallsDeps) {
   /** I4/I5: the target site must be in the account, and its environment slot free. */
   async function checkPlacement(
     tx: Db,
@@ -75,8 +86,12 @@ export function createInstallsService({ db, accounts, sites, installDomain }: In
     }
   }
 
-  /** I2-I5 and the insert itself, shared by createInstall and the admin API. */
-  async function insert(input: AdminCreateInstallInput) {
+  /**
+   * I2-I5 and the insert itself, shared by createInstall and the admin API. Through the API (with
+   * `provision`) the install starts `pending` and a provisioning job makes it `active` (I7); the
+   * admin API and seeding load installs that already exist, so they are `active` unless told.
+   */
+  async function insert(input: AdminCreateInstallInput, provision = false) {
     const account = await accounts.find(input.account_id);
     if (!account)
       throw Errors.accessError('install', 'account_id', `Account ${input.account_id} does not exist`);
@@ -95,18 +110,20 @@ export function createInstallsService({ db, accounts, sites, installDomain }: In
       return await withTransaction(db, async (tx) => {
         if (await repo.nameTaken(tx, input.name)) throw nameUnavailable(input.name);
         if (input.site_id) await checkPlacement(tx, input.account_id, input.site_id, input.environment);
-        return repo.insertInstall(tx, {
+        const provisioned = provision && startProvisioning !== undefined;
+        const row = await repo.insertInstall(tx, {
           ...(input.id && { id: input.id }),
           account_id: input.account_id,
           site_id: input.site_id ?? null,
           environment: input.environment ?? null,
           name: input.name,
-          // I7: active at once until the provisioning job of the job engine exists.
-          status: input.status ?? 'active',
+          status: provisioned ? 'pending' : (input.status ?? 'active'),
           php_version: input.php_version ?? DEFAULT_PHP_VERSION,
           wp_version: input.wp_version ?? DEFAULT_WP_VERSION,
           primary_domain: `${input.name}.${installDomain}`,
         });
+        if (provisioned) await startProvisioning(tx, row);
+        return row;
       });
     } catch (err) {
       translateUniqueViolation(err, input.name, input.environment);
@@ -141,7 +158,7 @@ export function createInstallsService({ db, accounts, sites, installDomain }: In
         );
       }
       if (!can(membership.roles, 'installs:create')) throw Errors.forbidden();
-      return insert(input);
+      return insert(input, true);
     },
 
     /** For the admin API and seeding: the same rules, no caller. */
@@ -184,14 +201,22 @@ export function createInstallsService({ db, accounts, sites, installDomain }: In
       if (!(await repo.deleteInstall(db, installId))) throw Errors.notFound();
     },
 
-    /** For other modules, inside their transaction: serialises changes to the install's children. */
-    lockInstall: (tx: Db, installId: string) => repo.lockInstall(tx, installId),
     /** D4, for the domains module inside its transaction: null puts back the install's cname. */
     setPrimaryDomain: (tx: Db, installId: string, name: string | null) =>
       repo.setPrimaryDomain(tx, installId, name, installDomain),
 
-    /** For the admin API: no caller checks. */
-    findById: (installId: string) => repo.findInstall(db, installId),
+    /** For the admin API and other modules: no caller checks. */
+    findById: (installId: string, tx: Db = db) => repo.findInstall(tx, installId),
+    /** For other modules, in their transaction: the install locked (operations on it serialise). */
+    lock: (tx: Db, installId: string) => repo.lockInstall(tx, installId),
+    /** For job handlers, in their transaction: what provisioning, a copy or a restore changed (I7). */
+    async applySoftware(
+      tx: Db,
+      installId: string,
+      values: { status?: 'active'; wp_version?: string | null; php_version?: string | null },
+    ) {
+      return repo.updateInstall(tx, installId, values);
+    },
     /** For the admin API. I9: stable IPs only on plans that have them. */
     async adminUpdate(
       installId: string,

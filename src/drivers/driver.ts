@@ -1,0 +1,107 @@
+/**
+ * The hosting driver: the one boundary between Hostplane (the control plane) and the machines that
+ * hold the sites. Calls are asynchronous in the platform's sense: a call starts the work (or asks
+ * about it) and answers either with the result or with the time to ask again. The caller passes an
+ * idempotency `key` (the operation id and step), so asking twice never does the work twice.
+ */
+
+/** Every operation a driver performs; also the `operation` of POST /admin/v1/faults. */
+export const DRIVER_OPERATIONS = [
+  'provision',
+  'copy',
+  'backup',
+  'restore',
+  'measure_disk',
+  'purge_cache',
+  'move_site',
+] as const;
+export type DriverOperation = (typeof DRIVER_OPERATIONS)[number];
+
+/** A call's answer: done with a value, or still running (ask again at `checkAt`). */
+export type DriverResult<T> = { done: true; value: T } | { done: false; checkAt: Date };
+
+export interface CallContext {
+  /** Idempotency key: the same key always names the same piece of work. */
+  key: string;
+  /** Aborted when the job's time is up (a hung call must give up). */
+  signal: AbortSignal;
+}
+
+/** What a backup holds: enough to restore the install to the state it was in. */
+export interface Snapshot {
+  wp_version: string | null;
+  file_bytes: number;
+  /** Bytes per database table. */
+  db_tables: Record<string, number>;
+}
+
+export interface DiskUsage {
+  file_bytes: number;
+  database_bytes: number;
+}
+
+/** What a driver is told about an install (the simulated one seeds its state from it). */
+export interface InstallRef {
+  id: string;
+  name: string;
+  wp_version: string | null;
+}
+
+export interface HostingDriver {
+  /** `simulated`, or the name of a real platform's driver. */
+  readonly name: string;
+  /** Expected duration of an operation in seconds (storage_refresh_expected_time, estimates). */
+  estimateSeconds(operation: DriverOperation): number;
+  provision(
+    ctx: CallContext,
+    install: InstallRef,
+  ): Promise<DriverResult<{ wp_version: string | null; php_version: string | null }>>;
+  /** C2/C3: overwrite the destination with the source's files and/or database (all or some tables). */
+  copy(
+    ctx: CallContext,
+    input: {
+      source: InstallRef;
+      destination: InstallRef;
+      include_files: boolean;
+      include_db: boolean;
+      db_tables: string[] | null;
+    },
+  ): Promise<DriverResult<{ wp_version: string | null; copied_tables: string[] }>>;
+  backup(ctx: CallContext, install: InstallRef): Promise<DriverResult<Snapshot>>;
+  restore(
+    ctx: CallContext,
+    input: { install: InstallRef; snapshot: Snapshot; restore_database: boolean },
+  ): Promise<DriverResult<{ wp_version: string | null }>>;
+  measureDisk(ctx: CallContext, install: InstallRef): Promise<DriverResult<DiskUsage>>;
+  purgeCache(
+    ctx: CallContext,
+    input: { install_id: string; type: 'object' | 'page' | 'cdn' },
+  ): Promise<DriverResult<Record<string, never>>>;
+  moveSite(
+    ctx: CallContext,
+    input: { site_id: string; install_ids: string[]; destination_account_id: string },
+  ): Promise<DriverResult<Record<string, never>>>;
+}
+
+/** A driver call that failed; the job fails and pg-boss retries it with back-off. */
+export class DriverError extends Error {
+  constructor(
+    readonly operation: DriverOperation,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'DriverError';
+  }
+}
+
+/** Total bytes of a snapshot (the backup's size). */
+export function snapshotBytes(snapshot: Snapshot): number {
+  return snapshot.file_bytes + Object.values(snapshot.db_tables).reduce((a, b) => a + b, 0);
+}
+
+/** The driver's view of an install row (only what a driver is told). */
+export const installRef = (install: InstallRef): InstallRef => ({
+  id: install.id,
+  name: install.name,
+  wp_version: install.wp_version,
+});

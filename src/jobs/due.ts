@@ -1,0 +1,73 @@
+import { asc, inArray, lte, sql } from 'drizzle-orm';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/client.js';
+import { dueJobs } from '../db/schema.js';
+import { withTransaction } from '../db/transaction.js';
+import type { JobName } from './catalog.js';
+import type { JobPayload, JobQueue } from './queue.js';
+
+/**
+ * Due work: a job that should run at `runAt` by the service's clock (which may be the manual clock).
+ * The row is written in the caller's transaction; the sweeper enqueues it once due. Work waiting for
+ * a time survives a crash as a row, and a clock move makes it due like the passing of real time.
+ * One row per `key`; scheduling a key again keeps the earlier time.
+ */
+export async function scheduleAt<N extends JobName>(
+  tx: Db,
+  key: string,
+  name: N,
+  payload: JobPayload<N>,
+  runAt: Date,
+): Promise<void> {
+  await tx
+    .insert(dueJobs)
+    .values({ key, name, payload, run_at: runAt })
+    .onConflictDoUpdate({
+      target: dueJobs.key,
+      set: { run_at: sql`least(${dueJobs.run_at}, excluded.run_at)` },
+    });
+}
+
+const BATCH = 100;
+
+/**
+ * Moves due rows into the queue: each row is deleted and its job sent in one transaction, so a
+ * crash in between loses nothing and sends nothing twice. Several sweepers may run at once
+ * (SKIP LOCKED). Returns how many jobs it enqueued.
+ */
+export async function sweepDue(db: Db, queue: Pick<JobQueue, 'enqueue'>, clock: Clock): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const now = clock.now();
+    const moved = await withTransaction(db, async (tx) => {
+      const rows = await tx
+        .select({ id: dueJobs.id, name: dueJobs.name, payload: dueJobs.payload })
+        .from(dueJobs)
+        .where(lte(dueJobs.run_at, now))
+        .orderBy(asc(dueJobs.run_at))
+        .limit(BATCH)
+        .for('update', { skipLocked: true });
+      for (const row of rows) await queue.enqueue(tx, row.name as JobName, row.payload as never);
+      if (rows.length > 0)
+        await tx.delete(dueJobs).where(
+          inArray(
+            dueJobs.id,
+            rows.map((r) => r.id),
+          ),
+        );
+      return rows.length;
+    });
+    total += moved;
+    if (moved < BATCH) return total;
+  }
+}
+
+/** The earliest due time (diagnostics and the admin clock's answer). */
+export async function nextDue(db: Db): Promise<Date | null> {
+  const [row] = await db
+    .select({ run_at: dueJobs.run_at })
+    .from(dueJobs)
+    .orderBy(asc(dueJobs.run_at))
+    .limit(1);
+  return row?.run_at ?? null;
+}

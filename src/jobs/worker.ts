@@ -1,0 +1,246 @@
+import { EventEmitter } from 'node:events';
+import type { JobsConfig } from '../config.js';
+import type { JobContext, JobHandler } from './catalog.js';
+import { type JobQueue, jobOfQueue, type QueuedJob } from './queue.js';
+
+/** The subset of pino's logger the job engine uses. */
+export interface JobLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface RunnerDeps {
+  queue: Pick<JobQueue, 'fetch' | 'complete' | 'fail' | 'queueNames'>;
+  /** One handler per job name (jobs/catalog.ts `createJobHandlers`). */
+  handlers: Readonly<Record<string, JobHandler<never>>>;
+  /** Enqueues due work (jobs/due.ts) and answers how many jobs it enqueued. */
+  sweep: () => Promise<number>;
+  log: JobLog;
+}
+
+/** Emitted with `{ name, id }` when a handler starts (bench/, diagnostics). */
+export const JOB_STARTED = 'job-started';
+
+class JobAborted extends Error {}
+
+function errorMessage(output: unknown): string {
+  const o = output as { message?: unknown; value?: { message?: unknown } } | null;
+  const message = o?.message ?? o?.value?.message;
+  return typeof message === 'string' ? message : 'the job failed';
+}
+
+/** Rejects when the signal aborts: a handler that ignores its signal still loses the race. */
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    const fail = () => reject(signal.reason instanceof Error ? signal.reason : new JobAborted('aborted'));
+    if (signal.aborted) fail();
+    else signal.addEventListener('abort', fail, { once: true });
+  });
+}
+
+/** Runs fetched jobs: the one code path shared by workers and by tests' `runJobs()`. */
+export function createJobRunner({ queue, handlers, sweep, log }: RunnerDeps) {
+  const events = new EventEmitter();
+  /** Jobs running in this process, so a shutdown can release what did not finish. */
+  const running = new Map<string, { name: string; controller: AbortController; done: Promise<void> }>();
+
+  async function execute(queueName: string, job: QueuedJob, controller: AbortController) {
+    const { name, exhausted: dead } = jobOfQueue(queueName);
+    const handler = handlers[name];
+    if (!handler) throw new Error(`no handler for job ${name}`);
+    events.emit(JOB_STARTED, { name: queueName, id: job.id });
+    if (dead) {
+      await handler.exhausted(job.data as never, errorMessage(job.output));
+      return;
+    }
+    const ctx: JobContext = {
+      jobId: job.id,
+      attempt: job.retryCount + 1,
+      lastAttempt: job.retryCount >= job.retryLimit,
+      signal: controller.signal,
+    };
+    await handler.run(job.data as never, ctx);
+  }
+
+  /** Runs one job to completion or failure; its expiry aborts it (a hung call gives up). */
+  async function runJob(queueName: string, job: QueuedJob): Promise<void> {
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new JobAborted(`the job exceeded its ${job.expireInSeconds} s expiry`)),
+      Math.max(1, job.expireInSeconds) * 1000,
+    );
+    const done = (async () => {
+      try {
+        await Promise.race([execute(queueName, job, controller), whenAborted(controller.signal)]);
+        await queue.complete(queueName, job.id);
+      } catch (err) {
+        const level = controller.signal.aborted ? 'warn' : 'error';
+        log[level]({ err, job: job.id, queue: queueName, attempt: job.retryCount + 1 }, 'job failed');
+        await queue.fail(queueName, job.id, err).catch((failErr: unknown) => {
+          // The job stays active; pg-boss expires and retries it (the same as a crash).
+          log.error({ err: failErr, job: job.id }, 'could not record a job failure');
+        });
+      } finally {
+        clearTimeout(timer);
+        running.delete(job.id);
+      }
+    })();
+    running.set(job.id, { name: queueName, controller, done });
+    await done;
+  }
+
+  return {
+    events,
+    runJob,
+    running,
+
+    /**
+     * Tests' `runJobs()`: sweeps due work, then fetches and runs jobs one at a time, queue by queue,
+     * until nothing is left. Retry back-off is ignored (`ignoreStartAfter`), so a failing job runs
+     * all its attempts now. Deterministic: no polling, no waiting on time. Answers how many jobs ran.
+     */
+    async drain({ maxRounds = 200 } = {}): Promise<number> {
+      let total = 0;
+      for (let round = 0; round < maxRounds; round++) {
+        const swept = await sweep();
+        let ran = 0;
+        for (const name of queue.queueNames()) {
+          for (;;) {
+            const [job] = await queue.fetch(name, 1, { ignoreStartAfter: true });
+            if (!job) break;
+            await runJob(name, job);
+            ran++;
+          }
+        }
+        total += ran;
+        if (ran === 0 && swept === 0) return total;
+      }
+      throw new Error(`runJobs: work was still coming after ${maxRounds} rounds`);
+    },
+  };
+}
+
+export type JobRunner = ReturnType<typeof createJobRunner>;
+
+export interface WorkerDeps extends RunnerDeps {
+  queue: RunnerDeps['queue'] & Pick<JobQueue, 'listen' | 'specOf'>;
+  config: JobsConfig;
+}
+
+/**
+ * Workers for every queue of the catalog: each queue has a loop that fetches up to its concurrency,
+ * sleeps until a NOTIFY wakes it (a job was committed) or the poll interval passes, and a sweeper
+ * enqueues due work. `stop()` drains: no new fetches, running jobs finish until the drain timeout,
+ * and what is still running then is released (failed, so pg-boss retries it elsewhere).
+ */
+export function createWorker(deps: WorkerDeps) {
+  const { queue, config, log } = deps;
+  const runner = createJobRunner(deps);
+  const sleepers = new Map<string, () => void>();
+  const woken = new Set<string>();
+  const loops: Promise<void>[] = [];
+  let stopping = false;
+  let sweepTimer: NodeJS.Timeout | undefined;
+  let sweeping: Promise<unknown> | null = null;
+  let unlisten: (() => Promise<void>) | null = null;
+
+  function wake(name: string) {
+    woken.add(name);
+    sleepers.get(name)?.();
+  }
+
+  function sleep(name: string, ms: number, inflight: Set<Promise<void>>, full: boolean): Promise<void> {
+    if (woken.delete(name) && !full) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        sleepers.delete(name);
+        resolve();
+      }
+      sleepers.set(name, done);
+      // When every slot is busy, a finishing job frees one.
+      if (full) void Promise.race(inflight).then(done);
+    });
+  }
+
+  async function loop(name: string, concurrency: number) {
+    const inflight = new Set<Promise<void>>();
+    while (!stopping) {
+      const free = concurrency - inflight.size;
+      let fetched = 0;
+      if (free > 0) {
+        const jobs = await queue.fetch(name, free).catch((err: unknown) => {
+          log.warn({ err, queue: name }, 'fetch failed');
+          return [];
+        });
+        fetched = jobs.length;
+        for (const job of jobs) {
+          const p: Promise<void> = runner.runJob(name, job).finally(() => inflight.delete(p));
+          inflight.add(p);
+        }
+      }
+      if (stopping) break;
+      const full = inflight.size >= concurrency;
+      // A full batch means more may be waiting: fetch again at once.
+      if (fetched > 0 && fetched === free && !full) continue;
+      await sleep(name, config.pollIntervalMs, inflight, full);
+    }
+  }
+
+  async function sweepNow(): Promise<number> {
+    if (sweeping) await sweeping;
+    const run = deps.sweep();
+    sweeping = run.finally(() => {
+      sweeping = null;
+    });
+    return run;
+  }
+
+  return {
+    runner,
+    wake,
+    sweepNow,
+
+    async start() {
+      unlisten = await queue.listen(wake);
+      for (const name of queue.queueNames()) {
+        const spec = queue.specOf(name);
+        loops.push(loop(name, spec?.concurrency ?? 1));
+      }
+      sweepTimer = setInterval(() => {
+        sweepNow().catch((err: unknown) => log.warn({ err }, 'sweep failed'));
+      }, config.sweepIntervalMs);
+      sweepTimer.unref();
+    },
+
+    /** Drains: stop fetching; running jobs get `drainMs` to finish, then are released for a retry. */
+    async stop(drainMs = config.drainSeconds * 1000) {
+      stopping = true;
+      clearInterval(sweepTimer);
+      for (const wakeUp of sleepers.values()) wakeUp();
+      await Promise.all(loops);
+      await unlisten?.();
+      await sweeping;
+      const inflight = [...runner.running.values()];
+      if (inflight.length === 0) return;
+      log.info({ jobs: inflight.length, drainMs }, 'waiting for running jobs');
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), drainMs);
+      });
+      const finished = await Promise.race([
+        Promise.all(inflight.map((r) => r.done)).then(() => 'done' as const),
+        timeout,
+      ]);
+      clearTimeout(timer);
+      if (finished === 'done') return;
+      // Released: aborting fails each attempt (runJob), and pg-boss retries it in a live worker.
+      for (const r of runner.running.values()) r.controller.abort(new JobAborted('released on shutdown'));
+      await Promise.all([...runner.running.values()].map((r) => r.done));
+    },
+  };
+}
+
+export type Worker = ReturnType<typeof createWorker>;

@@ -1,0 +1,145 @@
+import { type HostingDriver, installRef } from '../../drivers/driver.js';
+import type { JobContext, JobHandler } from '../../jobs/catalog.js';
+import type { InstallRow } from '../installs/installs.repo.js';
+import type { InstallsService } from '../installs/installs.service.js';
+import type { OperationsService } from '../operations/operations.service.js';
+import { type BackupRow, type BackupsService, snapshotOf } from './backups.service.js';
+
+export interface BackupJobsDeps {
+  operations: Pick<
+    OperationsService,
+    'begin' | 'waitUntil' | 'complete' | 'fail' | 'withLocked' | 'setState'
+  >;
+  backups: Pick<
+    BackupsService,
+    'find' | 'markInProgress' | 'markCompleted' | 'markAborted' | 'insertCheckpoint'
+  >;
+  installs: Pick<InstallsService, 'findById' | 'applySoftware'>;
+  driver: HostingDriver;
+}
+
+type OperationPayload = { operation_id: string };
+
+const megabytes = (bytes: number | null) => (bytes === null ? '-' : `${(bytes / 1024 / 1024).toFixed(1)} MB`);
+
+function backupDetails(backup: BackupRow | null): [string, string][] {
+  if (!backup) return [];
+  return [
+    ['Backup', `${backup.id} "${backup.description}"`],
+    ['WordPress version', backup.wordpress_version ?? '-'],
+    ['Size', megabytes(backup.size_bytes)],
+  ];
+}
+
+/** The create_backup and restore_backup jobs (jobs/catalog.ts). Each step is safe to run twice. */
+export function createBackupJobs({ operations, backups, installs, driver }: BackupJobsDeps) {
+  const create: JobHandler<OperationPayload> = {
+    async run({ operation_id }, ctx) {
+      const op = await operations.begin(operation_id, async (tx, started) => {
+        await backups.markInProgress(tx, started.resource_id);
+      });
+      if (!op) return;
+      const install = await installs.findById(op.install_id);
+      if (!install) return; // deleted: its operation and backups went with it
+      const result = await driver.backup({ key: op.id, signal: ctx.signal }, installRef(install));
+      if (!result.done) return operations.waitUntil(op, result.checkAt, 'backup-create');
+      await operations.complete(op.id, async (tx) => ({
+        details: backupDetails(await backups.markCompleted(tx, op.resource_id, result.value)),
+      }));
+    },
+    async exhausted({ operation_id }, error) {
+      await operations.fail(operation_id, `The backup failed: ${error}`, async (tx, op) => ({
+        details: backupDetails(await backups.markAborted(tx, op.resource_id)),
+      }));
+    },
+  };
+
+  /** R2: the checkpoint backup, taken (and completed) before anything is restored. */
+  async function checkpoint(op: { id: string; state: unknown }, install: InstallRow, ctx: JobContext) {
+    let checkpointId = (op.state as { checkpoint_backup_id?: string }).checkpoint_backup_id;
+    if (!checkpointId) {
+      checkpointId =
+        (await operations.withLocked(op.id, async (tx, locked) => {
+          const state = locked.state as { checkpoint_backup_id?: string; backup_id?: string };
+          if (state.checkpoint_backup_id) return state.checkpoint_backup_id;
+          const made = await backups.insertCheckpoint(tx, install, op.id, String(locked.resource_id));
+          await operations.setState(tx, op.id, { ...state, checkpoint_backup_id: made.id });
+          return made.id;
+        })) ?? undefined;
+    }
+    if (!checkpointId) return { ready: false as const };
+    const existing = await backups.find(checkpointId);
+    if (existing?.status === 'completed') return { ready: true as const, id: checkpointId };
+    const result = await driver.backup(
+      { key: `${op.id}:checkpoint`, signal: ctx.signal },
+      installRef(install),
+    );
+    if (!result.done) return { ready: false as const, checkAt: result.checkAt };
+    await operations.withLocked(op.id, (tx) => backups.markCompleted(tx, checkpointId, result.value));
+    return { ready: true as const, id: checkpointId };
+  }
+
+  const restore: JobHandler<OperationPayload> = {
+    async run({ operation_id }, ctx) {
+      const op = await operations.begin(operation_id);
+      if (!op) return;
+      const install = await installs.findById(op.install_id);
+      if (!install) return;
+      const input = op.input as { restore_database: boolean; create_checkpoint: boolean };
+      const backup = await backups.find(op.resource_id);
+      const snapshot = backup && snapshotOf(backup);
+      if (!backup || !snapshot) {
+        await operations.fail(
+          op.id,
+          `Backup ${op.resource_id} no longer exists; nothing was restored`,
+          async () => undefined,
+        );
+        return;
+      }
+      let checkpointId: string | null = null;
+      if (input.create_checkpoint) {
+        const step = await checkpoint(op, install, ctx);
+        if (!step.ready) {
+          if (step.checkAt) await operations.waitUntil(op, step.checkAt, 'backup-restore');
+          return;
+        }
+        checkpointId = step.id;
+      }
+      const result = await driver.restore(
+        { key: `${op.id}:restore`, signal: ctx.signal },
+        { install: installRef(install), snapshot, restore_database: input.restore_database },
+      );
+      if (!result.done) return operations.waitUntil(op, result.checkAt, 'backup-restore');
+      await operations.complete(op.id, async (tx) => {
+        // R-: the install runs the WordPress version the backup holds.
+        await installs.applySoftware(tx, install.id, { wp_version: result.value.wp_version });
+        return {
+          details: [
+            ...backupDetails(backup),
+            ['Database restored', input.restore_database ? 'yes' : 'no (files only)'],
+            ['Checkpoint backup', checkpointId ?? 'none (create_checkpoint was false)'],
+          ],
+        };
+      });
+    },
+    async exhausted({ operation_id }, error) {
+      await operations.fail(operation_id, `The restore failed: ${error}`, async (tx, op) => {
+        const checkpointId = (op.state as { checkpoint_backup_id?: string }).checkpoint_backup_id;
+        const checkpointRow = checkpointId ? await backups.find(checkpointId, tx) : null;
+        const details: [string, string][] = [['Backup', op.resource_id]];
+        if (checkpointRow && checkpointRow.status !== 'completed') {
+          // R2: a failed checkpoint aborts the restore before anything was restored.
+          await backups.markAborted(tx, checkpointRow.id);
+          return {
+            error: `The checkpoint backup failed, so nothing was restored: ${error}`,
+            details: [...details, ['Checkpoint backup', `${checkpointRow.id} (aborted)`]],
+          };
+        }
+        if (checkpointRow) details.push(['Checkpoint backup', `${checkpointRow.id} (kept)`]);
+        return { details };
+      });
+    },
+  };
+
+  return { create, restore };
+}

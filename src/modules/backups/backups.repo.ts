@@ -1,0 +1,62 @@
+import { and, count, desc, eq, inArray } from 'drizzle-orm';
+import type { Db, RowOf } from '../../db/client.js';
+import { backups } from '../../db/schema.js';
+import type { Snapshot } from '../../drivers/driver.js';
+import type { Page } from '../../http/pagination.js';
+
+const projection = {
+  id: backups.id,
+  account_id: backups.account_id,
+  install_id: backups.install_id,
+  operation_id: backups.operation_id,
+  kind: backups.kind,
+  status: backups.status,
+  description: backups.description,
+  wordpress_version: backups.wordpress_version,
+  size_bytes: backups.size_bytes,
+  snapshot: backups.snapshot,
+  create_time: backups.create_time,
+  complete_time: backups.complete_time,
+};
+export type BackupRow = RowOf<typeof projection>;
+
+export async function insertBackup(tx: Db, values: typeof backups.$inferInsert): Promise<BackupRow> {
+  const [row] = await tx.insert(backups).values(values).returning(projection);
+  if (!row) throw new Error('insert returned no row');
+  return row;
+}
+
+export async function findBackup(db: Db, id: string): Promise<BackupRow | null> {
+  const [row] = await db.select(projection).from(backups).where(eq(backups.id, id));
+  return row ?? null;
+}
+
+export async function listBackups(db: Db, installId: string, page: Page) {
+  const where = eq(backups.install_id, installId);
+  const [total] = await db.select({ n: count() }).from(backups).where(where);
+  const rows = await db
+    .select(projection)
+    .from(backups)
+    .where(where)
+    .orderBy(desc(backups.create_time), desc(backups.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  return { count: Number(total?.n ?? 0), rows };
+}
+
+export async function updateBackup(tx: Db, id: string, values: Partial<typeof backups.$inferInsert>) {
+  const [row] = await tx.update(backups).set(values).where(eq(backups.id, id)).returning(projection);
+  return row ?? null;
+}
+
+/** Moves a backup that is not finished yet (requested or in_progress) to `values`. */
+export async function updateUnfinished(tx: Db, id: string, values: Partial<typeof backups.$inferInsert>) {
+  const [row] = await tx
+    .update(backups)
+    .set(values)
+    .where(and(eq(backups.id, id), inArray(backups.status, ['requested', 'in_progress'])))
+    .returning(projection);
+  return row ?? null;
+}
+
+export const snapshotOf = (row: BackupRow): Snapshot | null => (row.snapshot as Snapshot | null) ?? null;

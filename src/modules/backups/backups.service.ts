@@ -1,0 +1,168 @@
+import type { Caller } from '../../auth/access.js';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/client.js';
+import { withTransaction } from '../../db/transaction.js';
+import { type HostingDriver, type Snapshot, snapshotBytes } from '../../drivers/driver.js';
+import { Errors } from '../../errors.js';
+import type { Page } from '../../http/pagination.js';
+import type { JobQueue } from '../../jobs/queue.js';
+import type { InstallsService } from '../installs/installs.service.js';
+import type { OperationsService } from '../operations/operations.service.js';
+import * as repo from './backups.repo.js';
+
+export type { BackupRow } from './backups.repo.js';
+
+export interface BackupsDeps {
+  db: Db;
+  clock: Clock;
+  installs: Pick<InstallsService, 'requireInstall' | 'lock'>;
+  operations: Pick<OperationsService, 'create' | 'createUnlessOpen' | 'assertIdle'>;
+  queue: Pick<JobQueue, 'enqueue'>;
+  driver: Pick<HostingDriver, 'estimateSeconds'>;
+}
+
+export interface RestoreInput {
+  notification_emails: string[];
+  restore_database?: boolean;
+  create_checkpoint?: boolean;
+}
+
+export function createBackupsService({ db, clock, installs, operations, queue, driver }: BackupsDeps) {
+  async function visibleBackup(
+    caller: Caller,
+    installId: string,
+    backupId: string,
+    action: 'installs:read' | 'installs:operate',
+  ) {
+    await installs.requireInstall(caller, installId, action);
+    const backup = await repo.findBackup(db, backupId);
+    if (!backup || backup.install_id !== installId) throw Errors.notFound();
+    return backup;
+  }
+
+  return {
+    /** B1, B2: a `requested` backup and its operation; the job takes it from there. */
+    async create(
+      caller: Caller,
+      installId: string,
+      input: { description: string; notification_emails: string[] },
+    ) {
+      await installs.requireInstall(caller, installId, 'installs:operate');
+      return withTransaction(db, async (tx) => {
+        const install = await installs.lock(tx, installId);
+        if (!install) throw Errors.notFound();
+        await operations.assertIdle(tx, install, 'read', 'install_id');
+        const now = clock.now();
+        const backup = await repo.insertBackup(tx, {
+          account_id: install.account_id,
+          install_id: install.id,
+          kind: 'manual',
+          status: 'requested',
+          description: input.description,
+          // B2: the version now; the job records the version the backup actually holds.
+          wordpress_version: install.wp_version,
+          create_time: now,
+        });
+        const operation = await operations.create(tx, {
+          install,
+          type: 'create_backup',
+          resource: { type: 'backup', id: backup.id },
+          input: { notification_emails: input.notification_emails },
+          expectedSeconds: driver.estimateSeconds('backup'),
+        });
+        await repo.updateBackup(tx, backup.id, { operation_id: operation.id });
+        await queue.enqueue(tx, 'backup-create', { operation_id: operation.id });
+        return { backup, operation };
+      });
+    },
+
+    async list(caller: Caller, installId: string, page: Page) {
+      await installs.requireInstall(caller, installId, 'installs:read');
+      return repo.listBackups(db, installId, page);
+    },
+
+    get: (caller: Caller, installId: string, backupId: string) =>
+      visibleBackup(caller, installId, backupId, 'installs:read'),
+
+    /** R1-R3: restore an install from one of its completed backups; one restore at a time. */
+    async restore(caller: Caller, installId: string, backupId: string, input: RestoreInput) {
+      const backup = await visibleBackup(caller, installId, backupId, 'installs:operate');
+      if (backup.status !== 'completed') {
+        throw Errors.invalidValue(
+          'backup',
+          'backup_id',
+          `Backup ${backup.id} is ${backup.status}; only a completed backup can be restored`,
+          'backup_not_completed',
+        );
+      }
+      return withTransaction(db, async (tx) => {
+        const install = await installs.lock(tx, installId);
+        if (!install) throw Errors.notFound();
+        await operations.assertIdle(tx, install, 'write', 'install_id');
+        const createCheckpoint = input.create_checkpoint ?? true;
+        const operation = await operations.createUnlessOpen(tx, {
+          install,
+          type: 'restore_backup',
+          resource: { type: 'backup', id: backup.id },
+          input: {
+            notification_emails: input.notification_emails,
+            restore_database: input.restore_database ?? true,
+            create_checkpoint: createCheckpoint,
+          },
+          expectedSeconds:
+            driver.estimateSeconds('restore') + (createCheckpoint ? driver.estimateSeconds('backup') : 0),
+        });
+        if (!operation) {
+          throw Errors.valueUnavailable(
+            'install',
+            'install_id',
+            `Install ${install.name} is busy: a restore is in progress`,
+            'install_busy',
+          );
+        }
+        await queue.enqueue(tx, 'backup-restore', { operation_id: operation.id });
+        return operation;
+      });
+    },
+
+    // For the job handlers (backups.jobs.ts), in their transactions.
+
+    find: (backupId: string, tx: Db = db) => repo.findBackup(tx, backupId),
+
+    markInProgress: (tx: Db, backupId: string) =>
+      repo.updateUnfinished(tx, backupId, { status: 'in_progress' }),
+
+    /** B2: completed, with the version and size the backup holds; complete_time set now. */
+    markCompleted: (tx: Db, backupId: string, snapshot: Snapshot) =>
+      repo.updateUnfinished(tx, backupId, {
+        status: 'completed',
+        wordpress_version: snapshot.wp_version,
+        size_bytes: snapshotBytes(snapshot),
+        snapshot,
+        complete_time: clock.now(),
+      }),
+
+    markAborted: (tx: Db, backupId: string) => repo.updateUnfinished(tx, backupId, { status: 'aborted' }),
+
+    /** R2: the checkpoint taken before a restore, a backup of its own (kept whatever the restore does). */
+    insertCheckpoint: (
+      tx: Db,
+      install: { id: string; account_id: string; wp_version: string | null },
+      operationId: string,
+      restoring: string,
+    ) =>
+      repo.insertBackup(tx, {
+        account_id: install.account_id,
+        install_id: install.id,
+        operation_id: operationId,
+        kind: 'checkpoint',
+        status: 'in_progress',
+        description: `Checkpoint before restoring backup ${restoring}`,
+        wordpress_version: install.wp_version,
+        create_time: clock.now(),
+      }),
+  };
+}
+
+export type BackupsService = ReturnType<typeof createBackupsService>;
+export { snapshotOf } from './backups.repo.js';

@@ -1,0 +1,34 @@
+import { callerOf } from '../../http/auth.js';
+import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
+import { errorResponses } from '../../http/schemas.js';
+import { withLocation } from '../operations/operations.routes.js';
+import { LocationHeader, OperationSchema } from '../operations/operations.schemas.js';
+import { toOperation } from '../operations/operations.service.js';
+import { CopyInstallBody } from './installs.copy.schemas.js';
+
+export function installCopyRoutes({ config, services }: RouteContext): RoutesPlugin {
+  return async (app) => {
+    app.post(
+      '/install_copy',
+      {
+        schema: {
+          operationId: 'copyInstall',
+          tags: ['Installs'],
+          summary: "Copy one install's files and/or database over another of the account (C1-C6)",
+          body: CopyInstallBody,
+          response: {
+            202: { ...OperationSchema, description: 'Accepted', headers: LocationHeader },
+            ...errorResponses(400, 403, 404, 413, 415, 502),
+          },
+        },
+        config: { resource: 'install_copy' },
+      },
+      async (request, reply) => {
+        const operation = await services.installCopy.copy(callerOf(request), request.body);
+        return withLocation(reply, request, config.publicUrl, operation.id)
+          .status(202)
+          .send(toOperation(operation));
+      },
+    );
+  };
+}

@@ -1,0 +1,120 @@
+import type { Db } from '../../db/client.js';
+import { type HostingDriver, installRef } from '../../drivers/driver.js';
+import type { JobHandler } from '../../jobs/catalog.js';
+import type { JobQueue } from '../../jobs/queue.js';
+import type { OperationsService } from '../operations/operations.service.js';
+import type { InstallRow } from './installs.repo.js';
+import type { InstallsService } from './installs.service.js';
+
+export interface InstallJobsDeps {
+  operations: Pick<OperationsService, 'create' | 'begin' | 'waitUntil' | 'complete' | 'fail'>;
+  installs: Pick<InstallsService, 'findById' | 'applySoftware'>;
+  queue: Pick<JobQueue, 'enqueue'>;
+  driver: HostingDriver;
+}
+
+type OperationPayload = { operation_id: string };
+
+export interface CopyInput {
+  source_install_id: string;
+  include_files: boolean;
+  include_db: boolean;
+  db_tables: string[] | null;
+}
+
+function copyDetails(source: { id: string; name: string } | null, input: CopyInput): [string, string][] {
+  return [
+    ['Source', source ? `${source.name} (${source.id})` : input.source_install_id],
+    ['Files', input.include_files ? 'copied' : 'not copied'],
+    [
+      'Database',
+      input.include_db ? (input.db_tables ? input.db_tables.join(', ') : 'all tables') : 'not copied',
+    ],
+  ];
+}
+
+/** The provision_install and copy_install jobs (jobs/catalog.ts). Each step is safe to run twice. */
+export function createInstallJobs({ operations, installs, queue, driver }: InstallJobsDeps) {
+  const provision: JobHandler<OperationPayload> = {
+    async run({ operation_id }, ctx) {
+      const op = await operations.begin(operation_id);
+      if (!op) return;
+      const install = await installs.findById(op.install_id);
+      if (!install) return;
+      const result = await driver.provision({ key: op.id, signal: ctx.signal }, installRef(install));
+      if (!result.done) return operations.waitUntil(op, result.checkAt, 'install-provision');
+      await operations.complete(op.id, async (tx) => {
+        // I7: provisioning is what makes an install active.
+        await installs.applySoftware(tx, install.id, {
+          status: 'active',
+          ...(result.value.wp_version && { wp_version: result.value.wp_version }),
+          ...(result.value.php_version && { php_version: result.value.php_version }),
+        });
+        return undefined;
+      });
+    },
+    async exhausted({ operation_id }, error) {
+      // The install stays pending: the operation says why, and an operator can retry or fix it.
+      await operations.fail(operation_id, `Provisioning failed: ${error}`, async () => undefined);
+    },
+  };
+
+  const copy: JobHandler<OperationPayload> = {
+    async run({ operation_id }, ctx) {
+      const op = await operations.begin(operation_id);
+      if (!op) return;
+      const input = op.input as CopyInput;
+      const destination = await installs.findById(op.install_id);
+      if (!destination) return;
+      const source = await installs.findById(input.source_install_id);
+      if (!source) {
+        await operations.fail(
+          op.id,
+          `The source install ${input.source_install_id} was deleted; nothing was copied`,
+          async () => ({
+            details: copyDetails(null, input),
+          }),
+        );
+        return;
+      }
+      const result = await driver.copy(
+        { key: op.id, signal: ctx.signal },
+        {
+          source: installRef(source),
+          destination: installRef(destination),
+          include_files: input.include_files,
+          include_db: input.include_db,
+          db_tables: input.db_tables,
+        },
+      );
+      if (!result.done) return operations.waitUntil(op, result.checkAt, 'install-copy');
+      await operations.complete(op.id, async (tx) => {
+        // C2: the destination now runs what was copied over.
+        if (input.include_files)
+          await installs.applySoftware(tx, destination.id, { wp_version: result.value.wp_version });
+        return { details: copyDetails(source, input) };
+      });
+    },
+    async exhausted({ operation_id }, error) {
+      await operations.fail(operation_id, `The copy failed: ${error}`, async (tx, op) => {
+        const input = op.input as CopyInput;
+        return { details: copyDetails(await installs.findById(input.source_install_id, tx), input) };
+      });
+    },
+  };
+
+  return {
+    provision,
+    copy,
+    /** I7: in the transaction that creates the install, its provisioning operation and job. */
+    async startProvisioning(tx: Db, install: InstallRow) {
+      const op = await operations.create(tx, {
+        install,
+        type: 'provision_install',
+        resource: { type: 'install', id: install.id },
+        expectedSeconds: driver.estimateSeconds('provision'),
+      });
+      await queue.enqueue(tx, 'install-provision', { operation_id: op.id });
+    },
+  };
+}

@@ -1,0 +1,162 @@
+import { and, count, desc, eq, gt, inArray, isNotNull, or, sql } from 'drizzle-orm';
+import type { Db, RowOf } from '../../db/client.js';
+import { operations } from '../../db/schema.js';
+import type { Page } from '../../http/pagination.js';
+
+const projection = {
+  id: operations.id,
+  account_id: operations.account_id,
+  install_id: operations.install_id,
+  type: operations.type,
+  status: operations.status,
+  resource_type: operations.resource_type,
+  resource_id: operations.resource_id,
+  input: operations.input,
+  state: operations.state,
+  error: operations.error,
+  expected_at: operations.expected_at,
+  created_at: operations.created_at,
+  started_at: operations.started_at,
+  completed_at: operations.completed_at,
+};
+export type OperationRow = RowOf<typeof projection>;
+
+export const OPEN_STATUSES = ['queued', 'in_progress'];
+
+export async function insertOperation(tx: Db, values: typeof operations.$inferInsert): Promise<OperationRow> {
+  const [row] = await tx.insert(operations).values(values).returning(projection);
+  if (!row) throw new Error('insert returned no row');
+  return row;
+}
+
+/**
+ * Inserts unless an open operation already holds one of the partial unique keys (one pending disk
+ * refresh, one restore per install); then answers null.
+ */
+export async function insertUnlessOpen(
+  tx: Db,
+  values: typeof operations.$inferInsert & { type: 'refresh_disk_usage' | 'restore_backup' },
+): Promise<OperationRow | null> {
+  // The conflict target must repeat the partial index's predicate literally (a parameter would not
+  // let PostgreSQL infer the index); `type` is one of two fixed strings.
+  const [row] = await tx
+    .insert(operations)
+    .values(values)
+    .onConflictDoNothing({
+      target: operations.install_id,
+      where: sql`${operations.type} = ${sql.raw(`'${values.type}'`)} and ${operations.status} in ('queued', 'in_progress')`,
+    })
+    .returning(projection);
+  return row ?? null;
+}
+
+export async function findOperation(db: Db, id: string): Promise<OperationRow | null> {
+  const [row] = await db.select(projection).from(operations).where(eq(operations.id, id));
+  return row ?? null;
+}
+
+export async function lockOperation(tx: Db, id: string): Promise<OperationRow | null> {
+  const [row] = await tx.select(projection).from(operations).where(eq(operations.id, id)).for('update');
+  return row ?? null;
+}
+
+export async function updateOperation(
+  tx: Db,
+  id: string,
+  values: Partial<typeof operations.$inferInsert>,
+): Promise<OperationRow> {
+  const [row] = await tx.update(operations).set(values).where(eq(operations.id, id)).returning(projection);
+  if (!row) throw new Error(`operation ${id} vanished`);
+  return row;
+}
+
+export async function listForInstall(db: Db, installId: string, page: Page) {
+  const where = eq(operations.install_id, installId);
+  const [total] = await db.select({ n: count() }).from(operations).where(where);
+  const rows = await db
+    .select(projection)
+    .from(operations)
+    .where(where)
+    .orderBy(desc(operations.created_at), desc(operations.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  return { count: Number(total?.n ?? 0), rows };
+}
+
+/** Open operations that touch the install: on it, or (copies) reading from it. */
+export function openTouching(tx: Db, installId: string): Promise<OperationRow[]> {
+  return tx
+    .select(projection)
+    .from(operations)
+    .where(
+      and(
+        inArray(operations.status, OPEN_STATUSES),
+        or(
+          eq(operations.install_id, installId),
+          and(
+            eq(operations.type, 'copy_install'),
+            sql`${operations.input}->>'source_install_id' = ${installId}`,
+          ),
+        ),
+      ),
+    );
+}
+
+/** The open operation of a type on an install (a pending disk refresh), if any. */
+export async function openOfType(db: Db, installId: string, type: string): Promise<OperationRow | null> {
+  const [row] = await db
+    .select(projection)
+    .from(operations)
+    .where(
+      and(
+        eq(operations.install_id, installId),
+        eq(operations.type, type),
+        inArray(operations.status, OPEN_STATUSES),
+      ),
+    )
+    .orderBy(desc(operations.created_at))
+    .limit(1);
+  return row ?? null;
+}
+
+/** The newest operation of a type on an install created after `since` whose input has `key: value`. */
+export async function latestSince(
+  tx: Db,
+  installId: string,
+  type: string,
+  since: Date,
+  match: { key: string; value: string },
+): Promise<OperationRow | null> {
+  const [row] = await tx
+    .select(projection)
+    .from(operations)
+    .where(
+      and(
+        eq(operations.install_id, installId),
+        eq(operations.type, type),
+        gt(operations.created_at, since),
+        sql`${operations.input}->>${match.key} = ${match.value}`,
+      ),
+    )
+    .orderBy(desc(operations.created_at))
+    .limit(1);
+  return row ?? null;
+}
+
+/** When an operation of a type last completed on an install (storage_update_time). */
+export async function lastCompleted(db: Db, installId: string, type: string): Promise<Date | null> {
+  const [row] = await db
+    .select({ at: operations.completed_at })
+    .from(operations)
+    .where(
+      and(
+        eq(operations.install_id, installId),
+        eq(operations.type, type),
+        eq(operations.status, 'completed'),
+        isNotNull(operations.completed_at),
+      ),
+    )
+    .orderBy(desc(operations.completed_at))
+    .limit(1);
+  return row?.at ?? null;
+}

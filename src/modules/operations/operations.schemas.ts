@@ -1,0 +1,40 @@
+import { Type } from 'typebox';
+import { PageQuery, Paginated } from '../../http/pagination.js';
+import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+import { OPERATION_STATUSES, OPERATION_TYPES } from './operations.service.js';
+
+/** An asynchronous request (a Hostplane extension): GET /v1/operations/{operation_id}. */
+export const OperationSchema = Type.Object(
+  {
+    id: Uuid(),
+    type: Type.String({ enum: [...OPERATION_TYPES] }),
+    status: Type.String({ enum: [...OPERATION_STATUSES] }),
+    resource: Type.Object({
+      type: Type.String({ description: 'install or backup' }),
+      id: Uuid(),
+    }),
+    created_at: DateTime(),
+    started_at: Nullable(DateTime()),
+    completed_at: Nullable(DateTime()),
+    error: Nullable(Type.String()),
+  },
+  { description: 'An asynchronous operation' },
+);
+
+export const OperationList = Paginated(OperationSchema, 'A page of operations, newest first');
+export const OperationParams = Type.Object({ operation_id: Uuid() });
+export const OperationsQuery = PageQuery;
+
+/** C6, B3, R3: who is told when the work ends. */
+export const NotificationEmails = Type.Array(Type.String({ format: 'email', maxLength: 254 }), {
+  maxItems: 50,
+  description: 'Each address is notified when the work finishes',
+});
+
+/** The Location header of a 202 (response `headers` as @fastify/swagger reads them: name -> schema). */
+export const LocationHeader = {
+  location: Type.String({
+    format: 'uri',
+    description: 'Absolute URL of the operation (GET /v1/operations/{id})',
+  }),
+};

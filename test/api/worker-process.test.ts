@@ -1,0 +1,288 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { and, eq } from 'drizzle-orm';
+import { backups, mailOutbox, operations } from '../../src/db/schema.js';
+import { cloneDatabase, TEST_DB } from '../support/databases.js';
+import { factories } from '../support/factories.js';
+import { ADMIN_TOKEN, buildTestApp, type Json } from '../support/harness.js';
+import { header, smtpCapture } from '../support/jobs.js';
+import { type Running, runCli } from '../support/process.js';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-jobs-'));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** Polls `check` every 50 ms until it answers truthy (these tests watch other processes). */
+async function until<T>(what: string, check: () => Promise<T>, ms = 30_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function stop(run: Running, signal: NodeJS.Signals = 'SIGTERM') {
+  if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill(signal);
+  return run.exited;
+}
+
+describe('process roles', () => {
+  if (TEST_DB === 'pglite') {
+    for (const role of ['worker', 'api']) {
+      it(`hostplane ${role} refuses the embedded database: it allows one process, so serve`, async () => {
+        const run = runCli([role], { DATA_DIR: path.join(tmp, `refuse-${role}`) });
+        assert.equal(await run.exited, 1);
+        assert.match(
+          run.output(),
+          new RegExp(`hostplane ${role} needs PostgreSQL \\(DATABASE_URL=postgres://...\\)`),
+        );
+        assert.match(run.output(), /run "hostplane serve"/);
+      });
+    }
+  }
+
+  it('G10 hostplane serve runs the jobs in its own process; due work runs right after a clock move', async () => {
+    const dataDir = fs.mkdtempSync(path.join(tmp, 'serve-'));
+    const clone = TEST_DB === 'postgres' ? await cloneDatabase() : null;
+    await clone?.database.close();
+    const server = runCli(['serve'], {
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
+      HOSTPLANE_CLOCK: 'manual',
+      SIMULATED_DURATIONS: 'provision=3600',
+      ...(clone?.url && { DATABASE_URL: clone.url }),
+    });
+    try {
+      const [, user, password, url] = await server.waitFor(/curl -u '([^:]+):([^']+)' '([^']+)'/);
+      assert.match(server.output(), /Jobs: running in this process/);
+      const base = new URL(url ?? '').origin;
+      const auth = { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` };
+      const call = async (method: string, p: string, body?: Json, headers: Record<string, string> = auth) => {
+        const res = await fetch(`${base}${p}`, {
+          method,
+          headers: { ...headers, ...(body && { 'content-type': 'application/json' }) },
+          ...(body && { body: JSON.stringify(body) }),
+        });
+        return { status: res.status, body: (await res.json()) as Json };
+      };
+      const site = (await call('GET', '/v1/sites')).body.results[0];
+      const created = await call('POST', '/v1/installs', {
+        name: `srv${Date.now().toString(36)}`,
+        account_id: site.account.id,
+        site_id: site.id,
+        environment: 'staging',
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.equal(created.body.status, 'pending');
+      const ops = `/v1/installs/${created.body.id}/operations`;
+      // The in-process worker starts provisioning at once; it then waits an hour of clock time.
+      await until(
+        'provisioning to start',
+        async () => (await call('GET', ops)).body.results[0]?.status === 'in_progress',
+      );
+      const moved = await call(
+        'POST',
+        '/admin/v1/clock',
+        { advance_seconds: 3600 },
+        {
+          authorization: `Bearer ${ADMIN_TOKEN}`,
+        },
+      );
+      assert.equal(moved.status, 200);
+      const started = Date.now();
+      await until(
+        'the install to become active',
+        async () => (await call('GET', `/v1/installs/${created.body.id}`)).body.status === 'active',
+        5000,
+      );
+      assert.ok(Date.now() - started < 5000);
+      assert.equal(await stop(server), 0);
+    } finally {
+      await stop(server, 'SIGKILL');
+      await clone?.drop();
+    }
+  });
+});
+
+if (TEST_DB === 'postgres') {
+  describe('separate worker processes on PostgreSQL (G10)', async () => {
+    const smtp = await smtpCapture();
+    after(() => smtp.close());
+    // The API here is the test's app; the workers are `hostplane worker` child processes on the
+    // same database. Both get the same job settings (pg-boss keeps them on the queues).
+    const jobEnv = {
+      JOB_EXPIRE_SECONDS: '2',
+      JOB_MAINTENANCE_SECONDS: '1',
+      JOB_RETRY_DELAY_SECONDS: '0',
+      JOB_POLL_INTERVAL_MS: '200',
+      JOB_SWEEP_INTERVAL_MS: '200',
+      JOB_DRAIN_SECONDS: '1',
+    };
+    const t = await buildTestApp({ env: jobEnv });
+    const f = factories(t);
+    const db = t.database.db;
+    const workerEnv = {
+      ...jobEnv,
+      DATABASE_URL: t.databaseUrl ?? '',
+      DATA_DIR: path.join(tmp, 'worker'),
+      HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
+      HOSTPLANE_FAULTS: 'on',
+      SMTP_URL: smtp.url,
+      SIMULATED_DURATIONS: 'provision=0,backup=2,copy=2,restore=2,measure_disk=0',
+    };
+    const startWorker = async () => {
+      const run = runCli(['worker'], workerEnv);
+      await run.waitFor(/Hostplane worker is running \d+ job queues on PostgreSQL/);
+      return run;
+    };
+    const opStatus = async (id: string) =>
+      (await db.select({ s: operations.status }).from(operations).where(eq(operations.id, id)))[0]?.s;
+    const installStatus = async (client: Json, id: string) =>
+      (await client.get(`/v1/installs/${id}`)).body.status;
+
+    it('G10 SIGKILL of a worker in the middle of a backup, a copy and a restore: a new worker completes each exactly once', async () => {
+      const w = await f.world();
+      const b = await f.install(w.owner.client, w.account.id, w.site.id, 'staging');
+      const c = await f.install(w.owner.client, w.account.id, w.site.id, 'development');
+      let worker = await startWorker();
+      try {
+        for (const id of [w.install.id, b.id, c.id]) {
+          await until('provisioning', async () => (await installStatus(w.owner.client, id)) === 'active');
+        }
+        await t.admin.patch(`/admin/v1/installs/${w.install.id}`, { wp_version: '6.8.2' });
+        const base = await w.owner.client.post(`/v1/installs/${b.id}/backups`, {
+          description: 'restore point',
+          notification_emails: [],
+        });
+        await until('the restore point', async () => {
+          const shown = await w.owner.client.get(`/v1/installs/${b.id}/backups/${base.body.id}`);
+          return shown.body.status === 'completed';
+        });
+        await t.admin.patch(`/admin/v1/installs/${b.id}`, { wp_version: '6.9.0' });
+
+        // The backup's and the restore's driver calls hang in this worker (active jobs); the copy
+        // waits for its 2 s as due work. Then the worker is killed.
+        await t.admin.post('/admin/v1/faults', { operation: 'backup', count: 1, mode: 'hang' });
+        await t.admin.post('/admin/v1/faults', { operation: 'restore', count: 1, mode: 'hang' });
+        const emails = ['one@example.test', 'two@example.test'];
+        const backup = await w.owner.client.post(`/v1/installs/${w.install.id}/backups`, {
+          description: 'mid-crash',
+          notification_emails: emails,
+        });
+        const copy = await w.owner.client.post('/v1/install_copy', {
+          source_environment_id: w.install.id,
+          destination_environment_id: c.id,
+          notification_emails: emails,
+        });
+        const restore = await w.owner.client.post(`/v1/installs/${b.id}/backups/${base.body.id}/restore`, {
+          notification_emails: emails,
+          create_checkpoint: false,
+        });
+        assert.deepEqual([backup.status, copy.status, restore.status], [202, 202, 202]);
+        const ids = {
+          backup: new URL(String(backup.headers.location)).pathname.split('/').pop() ?? '',
+          copy: copy.body.id as string,
+          restore: restore.body.id as string,
+        };
+        // In progress, and both hangs taken by this worker (its backup and restore jobs are active).
+        await until('all three to be in progress', async () => {
+          const states = await Promise.all(Object.values(ids).map(opStatus));
+          const faults = (await t.admin.get('/admin/v1/faults')).body.faults;
+          return states.every((s) => s === 'in_progress') && faults.length === 0;
+        });
+        worker.child.kill('SIGKILL');
+        assert.equal(await worker.exited, 'SIGKILL');
+        for (const id of Object.values(ids)) assert.equal(await opStatus(id), 'in_progress');
+
+        worker = await startWorker();
+        await until('all three to complete', async () =>
+          (await Promise.all(Object.values(ids).map(opStatus))).every((s) => s === 'completed'),
+        );
+        const outbox = () =>
+          db
+            .select({ op: mailOutbox.operation_id, to: mailOutbox.to_address, status: mailOutbox.status })
+            .from(mailOutbox);
+        await until('every message to be sent', async () => {
+          const rows = (await outbox()).filter((r) => Object.values(ids).includes(r.op ?? ''));
+          return rows.length === 6 && rows.every((r) => r.status === 'sent');
+        });
+
+        // One completed backup record; one restore; one copy; one e-mail per address and operation.
+        const made = await db
+          .select({ status: backups.status, complete: backups.complete_time })
+          .from(backups)
+          .where(and(eq(backups.install_id, w.install.id)));
+        assert.equal(made.length, 1);
+        assert.equal(made[0]?.status, 'completed');
+        assert.ok(made[0]?.complete);
+        const restores = await db
+          .select({ id: operations.id })
+          .from(operations)
+          .where(and(eq(operations.install_id, b.id), eq(operations.type, 'restore_backup')));
+        assert.equal(restores.length, 1);
+        assert.equal(await t.app.services.faults.countApplied(b.id, 'restore'), 1);
+        assert.equal(await t.app.services.faults.countApplied(c.id, 'copy'), 1);
+        assert.equal(await t.app.services.faults.countApplied(w.install.id, 'backup'), 1);
+        assert.equal((await w.owner.client.get(`/v1/installs/${b.id}`)).body.wp_version, '6.7.1');
+        assert.equal((await w.owner.client.get(`/v1/installs/${c.id}`)).body.wp_version, '6.8.2');
+        const delivered = smtp.received
+          .map((m) => `${header(m.raw, 'X-Hostplane-Operation')} ${m.to.join(',')}`)
+          .filter((key) => Object.values(ids).some((id) => key.startsWith(id)))
+          .sort();
+        const expected = Object.values(ids)
+          .flatMap((id) => emails.map((e) => `${id} ${e}`))
+          .sort();
+        assert.deepEqual(delivered, expected, 'exactly one message per operation and address');
+        assert.equal(await stop(worker), 0);
+      } finally {
+        await stop(worker, 'SIGKILL');
+      }
+    });
+
+    it('hostplane api serves without running jobs; the manual clock is refused outside hostplane serve', async () => {
+      const api = runCli(['api'], { ...workerEnv, PORT: '0', HOST: '127.0.0.1' });
+      try {
+        await api.waitFor(/Jobs: not run here \(API only\); run "hostplane worker" beside it/);
+        assert.equal(await stop(api), 0);
+      } finally {
+        await stop(api, 'SIGKILL');
+      }
+      const manual = runCli(['worker'], { ...workerEnv, HOSTPLANE_CLOCK: 'manual' });
+      assert.equal(await manual.exited, 1);
+      assert.match(manual.output(), /cannot use HOSTPLANE_CLOCK=manual/);
+    });
+
+    it('G10 SIGTERM drains a worker: a job still running at the drain timeout is released, and the next worker finishes it', async () => {
+      const w = await f.world();
+      let worker = await startWorker();
+      try {
+        await until(
+          'provisioning',
+          async () => (await installStatus(w.owner.client, w.install.id)) === 'active',
+        );
+        await t.admin.post('/admin/v1/faults', { operation: 'backup', count: 1, mode: 'hang' });
+        const backup = await w.owner.client.post(`/v1/installs/${w.install.id}/backups`, {
+          description: 'drained',
+          notification_emails: [],
+        });
+        const opId = new URL(String(backup.headers.location)).pathname.split('/').pop() ?? '';
+        await until('the backup to start', async () => (await opStatus(opId)) === 'in_progress');
+        const stopping = Date.now();
+        assert.equal(await stop(worker), 0, worker.output());
+        assert.ok(Date.now() - stopping < 10_000);
+        assert.equal(await opStatus(opId), 'in_progress');
+        worker = await startWorker();
+        await until('the backup to complete', async () => (await opStatus(opId)) === 'completed');
+        assert.equal(await stop(worker), 0);
+      } finally {
+        await stop(worker, 'SIGKILL');
+      }
+    });
+  });
+}
