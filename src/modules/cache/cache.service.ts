@@ -14,7 +14,7 @@ export const PURGE_WINDOW_SECONDS = 60;
 export interface CacheDeps {
   db: Db;
   clock: Clock;
-  installs: Pick<InstallsService, 'requireInstall' | 'lock'>;
+  installs: Pick<InstallsService, 'requireInstall' | 'lockProvisioned'>;
   operations: Pick<OperationsService, 'create' | 'latestSince'>;
   queue: Pick<JobQueue, 'enqueue'>;
   driver: Pick<HostingDriver, 'estimateSeconds'>;
@@ -26,16 +26,7 @@ export function createCacheService({ db, clock, installs, operations, queue, dri
     async purge(caller: Caller, installId: string, type: 'object' | 'page' | 'cdn') {
       await installs.requireInstall(caller, installId, 'installs:operate');
       return withTransaction(db, async (tx) => {
-        const install = await installs.lock(tx, installId);
-        if (!install) throw Errors.notFound();
-        if (install.status === 'pending') {
-          throw Errors.valueUnavailable(
-            'install',
-            'install_id',
-            `Install ${install.name} is busy: it is still being provisioned (status pending)`,
-            'install_busy',
-          );
-        }
+        const install = await installs.lockProvisioned(tx, installId);
         const now = clock.now();
         const since = new Date(now.getTime() - PURGE_WINDOW_SECONDS * 1000);
         const recent = await operations.latestSince(tx, install.id, 'purge_cache', since, {

@@ -61,6 +61,17 @@ const environmentUnavailable = (environment: string, holder?: string) =>
     'environment_taken',
   );
 
+/** I7/G12: an install still being provisioned is busy: a 400 naming why, on `field`. */
+export function assertProvisioned(install: { name: string; status: string }, field = 'install_id') {
+  if (install.status !== 'pending') return;
+  throw Errors.valueUnavailable(
+    'install',
+    field,
+    `Install ${install.name} is busy: it is still being provisioned (status pending)`,
+    'install_busy',
+  );
+}
+
 export function createInstallsService({
   db,
   accounts,
@@ -209,6 +220,13 @@ export function createInstallsService({
     findById: (installId: string, tx: Db = db) => repo.findInstall(tx, installId),
     /** For other modules, in their transaction: the install locked (operations on it serialise). */
     lock: (tx: Db, installId: string) => repo.lockInstall(tx, installId),
+    /** For operations on an install, in their transaction: locked, 404 if gone, 400 while provisioning. */
+    async lockProvisioned(tx: Db, installId: string) {
+      const install = await repo.lockInstall(tx, installId);
+      if (!install) throw Errors.notFound();
+      assertProvisioned(install);
+      return install;
+    },
     /** For job handlers, in their transaction: what provisioning, a copy or a restore changed (I7). */
     async applySoftware(
       tx: Db,

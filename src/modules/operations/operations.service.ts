@@ -9,7 +9,7 @@ import { scheduleAt } from '../../jobs/due.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { operationFinishedMail } from '../../mail/templates/operation-finished.js';
 import type { InstallRow } from '../installs/installs.repo.js';
-import type { InstallsService } from '../installs/installs.service.js';
+import { assertProvisioned, type InstallsService } from '../installs/installs.service.js';
 import * as repo from './operations.repo.js';
 
 export type { OperationRow } from './operations.repo.js';
@@ -194,14 +194,7 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
      * Call with the install row locked, so two requests cannot both pass.
      */
     async assertIdle(tx: Db, install: InstallRow, intent: Intent, field: string) {
-      if (install.status === 'pending') {
-        throw Errors.valueUnavailable(
-          'install',
-          field,
-          `Install ${install.name} is busy: it is still being provisioned (status pending)`,
-          'install_busy',
-        );
-      }
+      assertProvisioned(install, field);
       const open = await repo.openTouching(tx, install.id);
       const conflict = open.find((op) => {
         const other = intentsOf(op, install.id);

@@ -14,7 +14,7 @@ import { datesOf, isoDate, resolveRange } from './usage-range.js';
 export interface UsageDeps {
   db: Db;
   clock: Clock;
-  installs: Pick<InstallsService, 'requireInstall' | 'lock' | 'list'>;
+  installs: Pick<InstallsService, 'requireInstall' | 'lockProvisioned' | 'list'>;
   operations: Pick<OperationsService, 'createUnlessOpen' | 'openOfType' | 'lastCompleted'>;
   queue: Pick<JobQueue, 'enqueue'>;
   driver: Pick<HostingDriver, 'estimateSeconds'>;
@@ -26,16 +26,7 @@ export function createUsageService({ db, clock, installs, operations, queue, dri
   /** M7, M8: one pending recalculation per install; a request while one is pending joins it. */
   async function refresh(installId: string): Promise<OperationRow> {
     return withTransaction(db, async (tx) => {
-      const install = await installs.lock(tx, installId);
-      if (!install) throw Errors.notFound();
-      if (install.status === 'pending') {
-        throw Errors.valueUnavailable(
-          'install',
-          'install_id',
-          `Install ${install.name} is busy: it is still being provisioned (status pending)`,
-          'install_busy',
-        );
-      }
+      const install = await installs.lockProvisioned(tx, installId);
       const created = await operations.createUnlessOpen(tx, {
         install,
         type: 'refresh_disk_usage',
