@@ -3,7 +3,6 @@ import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
 import type { HostingDriver } from '../../drivers/driver.js';
-import { Errors } from '../../errors.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { InstallsService } from '../installs/installs.service.js';
 import type { OperationRow, OperationsService } from '../operations/operations.service.js';
