@@ -52,6 +52,19 @@ ensure_redis() {
   return 1
 }
 
+# The site report browser test renders a report in Debian's chromium (CHROMIUM_PATH overrides it).
+ensure_chromium() {
+  local chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
+  [ -x "$chromium" ] && return 0
+  echo "Chromium is not installed at ${chromium}; installing Debian's chromium"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "Chromium is missing; install Debian's chromium package or set CHROMIUM_PATH" >&2
+    return 1
+  fi
+}
+
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 
@@ -73,7 +86,8 @@ run_unit() {
 
 run_api() {
   local db="$1"
-  mapfile -t files < <(find test/api -name '*.test.ts' | sort)
+  shift
+  if [ "$#" -gt 0 ]; then files=("$@"); else mapfile -t files < <(find test/api -name '*.test.ts' | sort); fi
   echo "== API tests on ${db}"
   TEST_DB="$db" node --import tsx test/support/prepare.ts
   local status=0
@@ -89,6 +103,7 @@ case "$mode" in
     npm run --silent lint
     run_unit
     ensure_redis
+    ensure_chromium
     run_api pglite
     ensure_postgres
     run_api postgres
@@ -97,12 +112,14 @@ case "$mode" in
   unit) run_unit ;;
   api)
     ensure_redis
+    ensure_chromium
     run_api pglite
     ensure_postgres
     run_api postgres
     ;;
   pglite)
     ensure_redis
+    ensure_chromium
     run_api pglite
     ;;
   postgres)
@@ -110,8 +127,20 @@ case "$mode" in
     ensure_postgres
     run_api postgres
     ;;
+  files)
+    # Some API test files on both databases: scripts/test.sh files test/api/a.test.ts ...
+    shift
+    ensure_redis
+    ensure_postgres
+    case " $* " in *browser*) ensure_chromium ;; esac
+    status=0
+    run_api pglite "$@" || status=$?
+    run_api postgres "$@" || status=$?
+    summary
+    exit "$status"
+    ;;
   *)
-    echo "usage: scripts/test.sh [all|unit|api|pglite|postgres]" >&2
+    echo "usage: scripts/test.sh [all|unit|api|pglite|postgres|files FILE...]" >&2
     exit 2
     ;;
 esac

@@ -13,28 +13,37 @@ import Fastify, {
 import type { Redis } from 'ioredis';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
-import type { Database } from './db/client.js';
+import { type Database, ping } from './db/client.js';
 import type { HostingDriver } from './drivers/driver.js';
 import { Errors } from './errors.js';
 import { adminAuthHook, basicAuthHook, parseBasic } from './http/auth.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
-import type { RouteContext } from './http/route-context.js';
+import { etagHook } from './http/etag.js';
+import { installInputGuard } from './http/input.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { Mailer } from './mail/mailer.js';
 import { accountsRoutes } from './modules/accounts/accounts.routes.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { adminTestingRoutes } from './modules/admin/admin.testing.routes.js';
+import { archiveDownloadRoutes, archivesRoutes } from './modules/archives/archives.routes.js';
 import { backupsRoutes } from './modules/backups/backups.routes.js';
 import { cacheRoutes } from './modules/cache/cache.routes.js';
 import { certificatesRoutes } from './modules/certificates/certificates.routes.js';
 import { domainsRoutes } from './modules/domains/domains.routes.js';
+import { domainStatusRoutes } from './modules/domains/domains.status.routes.js';
 import { installCopyRoutes } from './modules/installs/installs.copy.routes.js';
 import { installsRoutes } from './modules/installs/installs.routes.js';
+import { offloadRoutes } from './modules/offload/offload.routes.js';
 import { operationsRoutes } from './modules/operations/operations.routes.js';
+import { reportsRoutes } from './modules/reports/reports.routes.js';
+import { siteTransfersRoutes } from './modules/site-transfers/site-transfers.routes.js';
 import { sitesRoutes } from './modules/sites/sites.routes.js';
+import { sshKeysRoutes } from './modules/ssh-keys/ssh-keys.routes.js';
 import { healthRoutes, publicRoutes } from './modules/system/system.routes.js';
-import { usageRoutes } from './modules/usage/usage.routes.js';
+import { usageAdminRoutes, usageRoutes } from './modules/usage/usage.routes.js';
+import { accountUsersRoutes, invitationsRoutes } from './modules/users/users.account-users.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
+import type { RouteContext } from './route-context.js';
 import { createServices } from './services.js';
 
 export interface AppDeps {
@@ -87,6 +96,8 @@ export async function buildApp(deps: AppDeps) {
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: config.bodyLimitBytes,
+    // REQUEST_TIMEOUT_MS (off by default): a last guard; a request then answers 503 with Retry-After.
+    ...(config.requestTimeoutMs > 0 && { handlerTimeout: config.requestTimeoutMs }),
     // x-request-id is accepted (when well-formed) and echoed; otherwise a fresh uuid.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -108,10 +119,13 @@ export async function buildApp(deps: AppDeps) {
   app.setErrorHandler(errorHandler);
   // Only JSON bodies are accepted: anything else is a 415 (G1).
   app.removeContentTypeParser('text/plain');
+  // Issue 13: invalid UTF-8, NUL, lone surrogates and non-finite numbers are a 400, in one place.
+  installInputGuard(app);
   app.decorateRequest('caller', null);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  app.addHook('onSend', etagHook);
 
   await app.register(swagger, {
     openapi: {
@@ -176,7 +190,7 @@ export async function buildApp(deps: AppDeps) {
 
   const ctx: RouteContext = { config, services };
 
-  await app.register(healthRoutes(database.db));
+  await app.register(healthRoutes(() => ping(database.db)));
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v1/swagger' } });
   await app.register(
     publicRoutes(
@@ -185,6 +199,8 @@ export async function buildApp(deps: AppDeps) {
     ),
     { prefix: '/v1' },
   );
+  // No credentials: the invitation token is the secret (rate limited per client address).
+  await app.register(invitationsRoutes(ctx), { prefix: '/v1' });
 
   await app.register(
     async (v1) => {
@@ -201,15 +217,27 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(backupsRoutes(ctx));
       await v1.register(usageRoutes(ctx));
       await v1.register(cacheRoutes(ctx));
+      await v1.register(accountUsersRoutes(ctx));
+      await v1.register(sshKeysRoutes(ctx));
+      await v1.register(reportsRoutes(ctx));
+      // Issue 13.
+      await v1.register(offloadRoutes(ctx));
+      await v1.register(archivesRoutes(ctx));
+      await v1.register(domainStatusRoutes(ctx));
+      await v1.register(siteTransfersRoutes(ctx));
     },
     { prefix: '/v1' },
   );
+
+  // Issue 13: signed archive links are their own credential (no Basic auth).
+  await app.register(archiveDownloadRoutes(ctx), { prefix: '/v1' });
 
   await app.register(
     async (admin) => {
       appendOnRequest(admin, adminAuthHook(deps.adminToken));
       await admin.register(adminRoutes(ctx));
       await admin.register(adminTestingRoutes(ctx));
+      await admin.register(usageAdminRoutes(ctx));
     },
     { prefix: '/admin/v1' },
   );

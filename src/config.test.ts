@@ -160,4 +160,22 @@ describe('loadConfig', () => {
       [65535, 10_000_000, 64 * 1024 * 1024, 3600],
     );
   });
+  it('issue 9: worker leases and database budgets default to 3 s / 10 s and 1 s / 1.5 s / 15 s / 4.5 s', () => {
+    const config = loadConfig({});
+    assert.equal(config.jobs.heartbeatSeconds, 3);
+    assert.equal(config.jobs.leaseSeconds, 10);
+    assert.deepEqual(config.dbBudget, {
+      acquireTimeoutMs: 1500,
+      apiStatementTimeoutMs: 1500,
+      jobStatementTimeoutMs: 15_000,
+    });
+    assert.equal(config.requestTimeoutMs, 0);
+  });
+
+  it('issue 9: a lease shorter than two heartbeats is refused (one late beat would reap a live worker)', () => {
+    assert.deepEqual(problemsOf({ JOB_HEARTBEAT_SECONDS: '5', JOB_LEASE_SECONDS: '9' }), [
+      'JOB_LEASE_SECONDS (9) must be at least twice JOB_HEARTBEAT_SECONDS (5)',
+    ]);
+    assert.equal(loadConfig({ JOB_HEARTBEAT_SECONDS: '5', JOB_LEASE_SECONDS: '10' }).jobs.leaseSeconds, 10);
+  });
 });

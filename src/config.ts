@@ -56,6 +56,28 @@ export interface Config {
   };
   /** The job engine's timing (jobs/queue.ts, jobs/worker.ts). */
   readonly jobs: JobsConfig;
+  /**
+   * `NODE_EXTRA_CA_CERTS`, default unset: a PEM file of extra trusted roots (Node's own variable).
+   * Imported certificate chains may end under one of them, as under Node's built-in roots.
+   */
+  readonly extraCaCertsFile: string | null;
+  /** Database time budgets on PostgreSQL (db/client.ts): requests give up fast, background work waits longer. */
+  readonly dbBudget: DbBudgetConfig;
+  /**
+   * `REQUEST_TIMEOUT_MS`, default 0 (off): a request still unanswered then gets a 503. Off by default:
+   * the database budgets already bound a request, and the handler goes on after this 503 (a write
+   * may still commit), so it is only a last guard for deployments that want one.
+   */
+  readonly requestTimeoutMs: number;
+}
+
+export interface DbBudgetConfig {
+  /** `DB_ACQUIRE_TIMEOUT_MS`, default 1500: how long a request waits for a pooled connection (or a new one) before its 503. */
+  readonly acquireTimeoutMs: number;
+  /** `DB_API_STATEMENT_TIMEOUT_MS`, default 1500: one statement of an API request; the client gives up 1 s later (a silent database). */
+  readonly apiStatementTimeoutMs: number;
+  /** `DB_JOB_STATEMENT_TIMEOUT_MS`, default 15000: one statement of background work (jobs, sweeps, migrations). */
+  readonly jobStatementTimeoutMs: number;
 }
 
 export interface JobsConfig {
@@ -71,6 +93,10 @@ export interface JobsConfig {
   readonly expireSeconds: number | null;
   /** `JOB_RETRY_DELAY_SECONDS`, default unset (each job's own): overrides every job's retry delay. */
   readonly retryDelaySeconds: number | null;
+  /** `JOB_HEARTBEAT_SECONDS`, default 3: how often a worker refreshes its lease and reaps dead workers' jobs. */
+  readonly heartbeatSeconds: number;
+  /** `JOB_LEASE_SECONDS`, default 10: a worker silent this long is dead; its running jobs are retried at once. */
+  readonly leaseSeconds: number;
 }
 
 /** Simulated durations in seconds, per driver operation (`SIMULATED_DURATIONS=backup=10,copy=30`). */
@@ -82,6 +108,7 @@ export const DEFAULT_SIMULATED_DURATIONS: Readonly<Record<DriverOperation, numbe
   measure_disk: 3,
   purge_cache: 1,
   move_site: 10,
+  issue_certificate: 5,
 };
 
 type Env = Record<string, string | undefined>;
@@ -182,6 +209,18 @@ function optionalInt(env: Env, name: string, min: number, max: number, problems:
   return env[name] ? intVar(env, name, min, min, max, problems) : null;
 }
 
+/** Worker leases (jobs/leases.ts): a lease outlives at least two missed heartbeats. */
+function leaseVars(env: Env, problems: string[]) {
+  const heartbeatSeconds = intVar(env, 'JOB_HEARTBEAT_SECONDS', 3, 1, 600, problems);
+  const leaseSeconds = intVar(env, 'JOB_LEASE_SECONDS', 10, 2, 3600, problems);
+  if (leaseSeconds < 2 * heartbeatSeconds) {
+    problems.push(
+      `JOB_LEASE_SECONDS (${leaseSeconds}) must be at least twice JOB_HEARTBEAT_SECONDS (${heartbeatSeconds})`,
+    );
+  }
+  return { heartbeatSeconds, leaseSeconds };
+}
+
 /** Reads every setting at once and throws one {@link ConfigError} listing every problem. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -238,7 +277,15 @@ export function loadConfig(env: Env = process.env): Config {
       drainSeconds: intVar(env, 'JOB_DRAIN_SECONDS', 30, 0, 3600, problems),
       expireSeconds: optionalInt(env, 'JOB_EXPIRE_SECONDS', 1, 82_800, problems),
       retryDelaySeconds: optionalInt(env, 'JOB_RETRY_DELAY_SECONDS', 0, 3600, problems),
+      ...leaseVars(env, problems),
     }),
+    dbBudget: Object.freeze({
+      acquireTimeoutMs: intVar(env, 'DB_ACQUIRE_TIMEOUT_MS', 1500, 100, 60_000, problems),
+      apiStatementTimeoutMs: intVar(env, 'DB_API_STATEMENT_TIMEOUT_MS', 1500, 100, 600_000, problems),
+      jobStatementTimeoutMs: intVar(env, 'DB_JOB_STATEMENT_TIMEOUT_MS', 15_000, 100, 3_600_000, problems),
+    }),
+    requestTimeoutMs: intVar(env, 'REQUEST_TIMEOUT_MS', 0, 0, 600_000, problems),
+    extraCaCertsFile: env.NODE_EXTRA_CA_CERTS ? path.resolve(env.NODE_EXTRA_CA_CERTS) : null,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

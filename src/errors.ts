@@ -84,6 +84,8 @@ function fieldError(resource: string, field: string, type: FieldErrorType, messa
 export const Errors = {
   unauthenticated: () => new AppError('unauthenticated', MESSAGES.badCredentials),
   forbidden: () => new AppError('forbidden', MESSAGES.noPermission),
+  /** 403 that says why (a download link that is wrong or expired), not a missing role (G3). */
+  forbiddenWith: (message: string) => new AppError('forbidden', message),
   notFound: () => new AppError('not_found', MESSAGES.notFound),
   /** 400 with one field error of type invalid_value. */
   invalidValue: (resource: string, field: string, message: string, code?: string) =>

@@ -4,18 +4,39 @@ import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { createManualClock, systemClock } from './clock.js';
 import type { Config } from './config.js';
-import { type Database, openDatabase } from './db/client.js';
+import { type Database, type DbOptions, openDatabase } from './db/client.js';
 import { migrateDatabase } from './db/migrate.js';
 import { accounts } from './db/schema.js';
-import { createJobHandlers } from './jobs/catalog.js';
+import { createOutage } from './jobs/outage.js';
 import { createJobQueue } from './jobs/queue.js';
 import { createWorker } from './jobs/worker.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { createServices } from './services.js';
 
+/**
+ * What a PostgreSQL pool of this process waits for (issue 9): `api` serves requests, so it gives up
+ * early and the request answers 503; `background` (jobs, sweeps, migrations) may wait longer.
+ */
+export function databaseOptions(
+  config: Config,
+  use: 'api' | 'background',
+  onError?: (err: Error) => void,
+): DbOptions {
+  if (config.db.kind !== 'postgres') return config.db;
+  const { acquireTimeoutMs, apiStatementTimeoutMs, jobStatementTimeoutMs } = config.dbBudget;
+  const budget =
+    use === 'api'
+      ? { acquireTimeoutMs, statementTimeoutMs: apiStatementTimeoutMs }
+      : { acquireTimeoutMs: Math.max(acquireTimeoutMs, 10_000), statementTimeoutMs: jobStatementTimeoutMs };
+  return { ...config.db, budget, ...(onError && { onError }) };
+}
+
 /** Opens and migrates the database named by the config (PGlite in DATA_DIR, or PostgreSQL). */
-export async function openConfiguredDatabase(config: Config): Promise<Database> {
-  const database = await openDatabase(config.db);
+export async function openConfiguredDatabase(
+  config: Config,
+  onError?: (err: Error) => void,
+): Promise<Database> {
+  const database = await openDatabase(databaseOptions(config, 'background', onError));
   try {
     await migrateDatabase(database);
     return database;
@@ -104,40 +125,58 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
   if (problem) throw new Error(problem);
   const logOptions = loggerOptions(config);
   const log = pino(logOptions);
-  const database = await openConfiguredDatabase(config);
+  // One log line per database outage from all background loops of this process (jobs/outage.ts).
+  const outage = createOutage(log);
+  const lost = (err: Error) =>
+    role === 'api'
+      ? log.warn({ err }, 'database connection lost')
+      : outage.failed('database connection', err);
+  // Background work (migrations, the queue, the worker) has its own pool with the longer budget; on
+  // PostgreSQL, requests get a second pool whose short budget answers 503 within seconds (G11).
+  const database = await openConfiguredDatabase(config, lost);
+  const apiDatabase =
+    role === 'worker'
+      ? null
+      : database.kind === 'postgres'
+        ? await openDatabase(databaseOptions(config, 'api', lost))
+        : database;
   const clock = config.clockMode === 'manual' ? createManualClock() : systemClock;
   const queue = createJobQueue({
     database,
     jobs: config.jobs,
     ...(config.db.kind === 'postgres' && { databaseUrl: config.db.url }),
-    onError: (err) => log.warn({ err }, 'job queue error'),
+    onError: (err) => outage.failed('job queue', err),
   });
   await queue.start({ maintenance: role !== 'api' });
   const admin = loadOrCreateSecret(config.adminToken, config.dataDir, 'admin-token');
   const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
   const redis = config.redisUrl && role !== 'worker' ? createRedis(config.redisUrl) : undefined;
-  const app =
-    role === 'worker'
-      ? null
-      : await buildApp({
-          config,
-          database,
-          clock,
-          adminToken: admin.value,
-          secretKey,
-          redis,
-          queue,
-          logger: logOptions,
-        });
-  const services = app?.services ?? createServices({ config, database, clock, secretKey, queue });
+  const app = apiDatabase
+    ? await buildApp({
+        config,
+        database: apiDatabase,
+        clock,
+        adminToken: admin.value,
+        secretKey,
+        redis,
+        queue,
+        logger: logOptions,
+      })
+    : null;
+  // The worker's handlers use the background pool (a long step keeps its longer budget).
+  const services =
+    app && apiDatabase === database
+      ? app.services
+      : createServices({ config, database, clock, secretKey, queue });
   const worker =
     role === 'api'
       ? null
       : createWorker({
           queue,
-          handlers: createJobHandlers(services),
+          handlers: services.jobHandlers,
           sweep: services.due.sweep,
           log,
+          outage,
           config: config.jobs,
         });
 
@@ -150,6 +189,7 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
     await app?.close();
     await worker?.stop();
     await queue.stop();
+    if (apiDatabase && apiDatabase !== database) await apiDatabase.close();
     await database.close();
     redis?.disconnect();
   };

@@ -1,4 +1,11 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -54,3 +61,23 @@ export function createSecretBox(secretKey: string) {
 }
 
 export type SecretBox = ReturnType<typeof createSecretBox>;
+
+/**
+ * HMAC-SHA256 under a key derived by HKDF from HOSTPLANE_SECRET_KEY for one `purpose` (signed
+ * archive links, LargeFS validation files), so no two uses share a key. `verify` is constant-time.
+ */
+export function createSigner(secretKey: string, purpose: string) {
+  const key = Buffer.from(
+    hkdfSync('sha256', Buffer.from(secretKey, 'utf8'), 'hostplane', `hostplane/v1/${purpose}`, 32),
+  );
+  const sign = (data: string) => createHmac('sha256', key).update(data, 'utf8').digest();
+  return {
+    sign,
+    verify(data: string, signature: Buffer): boolean {
+      const expected = sign(data);
+      return signature.length === expected.length && timingSafeEqual(signature, expected);
+    },
+  };
+}
+
+export type Signer = ReturnType<typeof createSigner>;

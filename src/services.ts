@@ -4,29 +4,48 @@ import type { Config } from './config.js';
 import type { Database } from './db/client.js';
 import type { HostingDriver } from './drivers/driver.js';
 import { createFaultsService, createSimulatedDriver } from './drivers/simulated.js';
+import type { JobHandlers } from './jobs/catalog.js';
 import { nextDue, sweepDue } from './jobs/due.js';
 import type { JobQueue } from './jobs/queue.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { createOutbox } from './mail/outbox.js';
 import { createAccountsService } from './modules/accounts/accounts.service.js';
 import { createAdminService } from './modules/admin/admin.service.js';
+import { createArchivesService } from './modules/archives/archives.service.js';
 import { createBackupJobs } from './modules/backups/backups.jobs.js';
 import { createBackupsService } from './modules/backups/backups.service.js';
 import { createCacheJobs } from './modules/cache/cache.jobs.js';
 import { createCacheService } from './modules/cache/cache.service.js';
-import { systemTrustedRoots } from './modules/certificates/certificate-chain.js';
-import { createCertificatesService } from './modules/certificates/certificates.service.js';
+import { extraTrustedRoots, trustedRootsWith } from './modules/certificates/certificate-chain.js';
+import { createCertificateOrders } from './modules/certificates/certificates.order.service.js';
+import {
+  createCertificateCoverage,
+  createCertificatesService,
+} from './modules/certificates/certificates.service.js';
+import { createStatusResolver } from './modules/domains/dns-status.js';
 import { createDomainsService } from './modules/domains/domains.service.js';
+import {
+  createDomainStatusJobs,
+  createDomainStatusService,
+} from './modules/domains/domains.status.service.js';
 import { createTxtResolver } from './modules/domains/txt-resolver.js';
 import { createInstallCopyService } from './modules/installs/installs.copy.service.js';
-import { createInstallJobs } from './modules/installs/installs.jobs.js';
+import { createInstallJobs, createProvisioning } from './modules/installs/installs.jobs.js';
 import { createInstallsService } from './modules/installs/installs.service.js';
-import { createOperationsService } from './modules/operations/operations.service.js';
+import { createOffloadService } from './modules/offload/offload.service.js';
+import { createOperationRecords, createOperationsService } from './modules/operations/operations.service.js';
+import { createReportJobs } from './modules/reports/reports.jobs.js';
+import { createReportsService } from './modules/reports/reports.service.js';
+import { createSiteTransferJobs } from './modules/site-transfers/site-transfers.jobs.js';
+import { createSiteTransfersService } from './modules/site-transfers/site-transfers.service.js';
 import { createSitesService } from './modules/sites/sites.service.js';
+import { createSshKeysService } from './modules/ssh-keys/ssh-keys.service.js';
+import { createAccountUsageService } from './modules/usage/usage.account.service.js';
 import { createUsageJobs } from './modules/usage/usage.jobs.js';
 import { createUsageService } from './modules/usage/usage.service.js';
+import { createAccountUsersService } from './modules/users/users.account-users.service.js';
 import { createUsersService } from './modules/users/users.service.js';
-import { createSecretBox } from './secrets.js';
+import { createSecretBox, createSigner } from './secrets.js';
 
 export interface ServiceDeps {
   config: Config;
@@ -42,51 +61,130 @@ export interface ServiceDeps {
   mailer?: Mailer;
 }
 
-/** Wires every module's service from its narrow dependencies (no module reads globals). */
+/**
+ * The composition root: wires every module's service from its narrow dependencies, in dependency
+ * order (no module reads globals, nothing is bound late), and maps every job of the catalog to its
+ * handler for the worker (`jobHandlers`).
+ */
 export function createServices({ config, database, clock, secretKey, queue, driver, mailer }: ServiceDeps) {
   const db = database.db;
   const authenticator = createAuthenticator({ db, clock, cacheSeconds: config.authCacheSeconds });
   const accounts = createAccountsService({ db });
   const sites = createSitesService({ db, accounts });
-  const hosting = driver ?? createSimulatedDriver({ db, clock, durations: config.driver.durations });
+  const hosting =
+    driver ??
+    createSimulatedDriver({
+      db,
+      clock,
+      durations: config.driver.durations,
+      secretBox: createSecretBox(secretKey),
+    });
   const outbox = createOutbox({ db, queue, mailer: mailer ?? createMailer(config), clock });
-  // Provisioning needs operations, which need installs: bound once both exist (I7).
-  let installJobs: ReturnType<typeof createInstallJobs> | null = null;
-  const installs = createInstallsService({
-    db,
-    accounts,
-    sites,
-    installDomain: config.installDomain,
-    startProvisioning: (tx, install) => {
-      if (!installJobs) throw new Error('services are not wired yet');
-      return installJobs.startProvisioning(tx, install);
-    },
-  });
+  // I7: creating an install starts its provisioning operation, which needs operation records only
+  // (the operations service reads installs, so it comes after them).
+  const operationRecords = createOperationRecords({ clock });
+  const startProvisioning = createProvisioning({ operations: operationRecords, queue, driver: hosting });
+  const { installDomain } = config;
+  const installs = createInstallsService({ db, accounts, sites, installDomain, startProvisioning });
   const operations = createOperationsService({ db, clock, installs, outbox });
-  installJobs = createInstallJobs({ operations, installs, queue, driver: hosting });
   const backups = createBackupsService({ db, clock, installs, operations, queue, driver: hosting });
   const installCopy = createInstallCopyService({ db, installs, operations, queue, driver: hosting });
   const usage = createUsageService({ db, clock, installs, operations, queue, driver: hosting });
+  const usageAccounts = createAccountUsageService({ db, clock, accounts });
   const cache = createCacheService({ db, clock, installs, operations, queue, driver: hosting });
   const users = createUsersService({ db, accounts, authenticator });
   const admin = createAdminService({ accounts, sites, installs, users });
+  // Issue 11: account users with invitations, SSH keys.
+  const accountUsers = createAccountUsersService({ db, clock, outbox, authenticator });
+  const sshKeys = createSshKeysService({ db, clock });
   const resolver = createTxtResolver(config.dns);
-  // Domain records show SSL status and certificates check domains: the first call binds late.
-  const sslStatusOf = (installId: string, names: string[]) => certificates.sslStatusOf(installId, names);
-  const { installDomain } = config;
+  // Domain records show the SSL status certificates give them, and certificates check domains: the
+  // status part of certificates needs no domains, so it comes first.
+  const { sslStatusOf } = createCertificateCoverage({ db, clock });
   const domains = createDomainsService({ db, clock, installs, resolver, installDomain, sslStatusOf });
   const secretBox = createSecretBox(secretKey);
-  const trustedRoots = systemTrustedRoots;
+  const trustedRoots = trustedRootsWith(extraTrustedRoots(config.extraCaCertsFile));
   const certificates = createCertificatesService({ db, clock, installs, domains, secretBox, trustedRoots });
-  const jobHandlers = {
-    installs: installJobs,
-    backups: createBackupJobs({ operations, backups, installs, driver: hosting }),
-    usage: createUsageJobs({ operations, installs, usage, driver: hosting, clock }),
-    cache: createCacheJobs({ operations, driver: hosting }),
+  // Issue 13: domain status reports (checkStatus), a job of their own.
+  const statusDeps = {
+    db,
+    clock,
+    installs,
+    queue,
+    resolver: createStatusResolver(config.dns),
+    installDomain: config.installDomain,
+  };
+  const domainStatus = createDomainStatusService(statusDeps);
+  const domainStatusJobs = createDomainStatusJobs(statusDeps);
+  const certificateOrders = createCertificateOrders({
+    db,
+    installs,
+    domains,
+    operations,
+    certificates,
+    queue,
+    driver: hosting,
+  });
+  const installJobs = createInstallJobs({ operations, installs, driver: hosting });
+  const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting });
+  const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock });
+  const cacheJobs = createCacheJobs({ operations, driver: hosting });
+  const reportJobs = createReportJobs({ db, clock, outbox, publicUrl: config.publicUrl });
+  // Site transfers (issue 11): T1-T11.
+  const siteTransfers = createSiteTransfersService({
+    db,
+    clock,
+    sites,
+    operations,
+    queue,
+    driver: hosting,
+    outbox,
+  });
+  const onMoved = () => authenticator.invalidate();
+  const siteTransferJobs = createSiteTransferJobs({
+    operations,
+    transfers: siteTransfers,
+    driver: hosting,
+    clock,
+    membershipsChanged: (tx) => authenticator.membershipsChanged(tx),
+    onMoved,
+  });
+  /** The worker's handler of every job of the catalog (jobs/catalog.ts). */
+  const jobHandlers: JobHandlers = {
+    provision_install: installJobs.provision,
+    copy_install: installJobs.copy,
+    create_backup: backupJobs.create,
+    restore_backup: backupJobs.restore,
+    refresh_disk_usage: usageJobs.refresh,
+    purge_cache: cacheJobs.purge,
+    transfer_site: siteTransferJobs.transfer,
+    'mail-deliver': {
+      run: ({ message_id }) => outbox.deliver(message_id),
+      exhausted: ({ message_id }, error) => outbox.giveUp(message_id, error),
+    },
+    'site-report-generate': reportJobs.generate,
+    // Issue 13.
+    'domain-status-check': domainStatusJobs.check,
+    order_certificate: certificateOrders.job,
   };
   /** Due work (jobs/due.ts): the sweeper of workers, and the admin clock after a move. */
   const due = { sweep: () => sweepDue(db, queue, clock), next: () => nextDue(db) };
   const faults = createFaultsService({ db, clock });
+  const reports = createReportsService({ db, clock, sites });
+  // Issue 13: the rest of the platform's surface.
+  const offload = createOffloadService({
+    db,
+    clock,
+    installs,
+    signer: createSigner(secretKey, 'largefs-validation'),
+  });
+  const archives = createArchivesService({
+    db,
+    clock,
+    installs,
+    driver: hosting,
+    signer: createSigner(secretKey, 'archive-download'),
+  });
   return {
     clock,
     authenticator,
@@ -94,6 +192,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     sites,
     installs,
     users,
+    accountUsers,
+    sshKeys,
     admin,
     domains,
     certificates,
@@ -101,12 +201,19 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     backups,
     installCopy,
     usage,
+    usageAccounts,
     cache,
+    reports,
+    siteTransfers,
     outbox,
     driver: hosting,
     faults,
     due,
     jobHandlers,
+    offload,
+    archives,
+    domainStatus,
+    certificateOrders,
   };
 }
 

@@ -18,7 +18,9 @@ export type Action =
   | 'installs:read'
   | 'installs:operate'
   | 'transfers:manage'
-  | 'usage:account';
+  | 'usage:account'
+  | 'reports:read'
+  | 'reports:manage';
 
 const PARTIAL: Action[] = ['account:read', 'installs:read', 'installs:operate'];
 const FULL: Action[] = [
@@ -32,6 +34,9 @@ const FULL: Action[] = [
   'installs:update',
   'installs:delete',
   'usage:account',
+  // Site reports cover every install of a site, so partial members (A2) neither read nor manage them.
+  'reports:read',
+  'reports:manage',
 ];
 
 /** The role matrix (docs/conformance.md prints it); `,billing` adds billing actions (transfers) to full. */

@@ -1,6 +1,6 @@
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { credentials, membershipInstalls, memberships } from '../db/schema.js';
+import { authEpoch, credentials, membershipInstalls, memberships } from '../db/schema.js';
 
 export function findCredential(db: Db, username: string) {
   return db
@@ -23,4 +23,18 @@ export async function loadMemberships(db: Db, userId: string) {
       .where(eq(membershipInstalls.user_id, userId)),
   ];
   return { rows, scoped };
+}
+
+/** The membership epoch (0 before the first change): see authenticator.ts. */
+export async function readEpoch(db: Db): Promise<number> {
+  const [row] = await db.select({ epoch: authEpoch.epoch }).from(authEpoch).where(eq(authEpoch.id, 1));
+  return Number(row?.epoch ?? 0);
+}
+
+/** Bumps the membership epoch inside the transaction that changes memberships or credentials. */
+export async function bumpEpoch(tx: Db): Promise<void> {
+  await tx
+    .insert(authEpoch)
+    .values({ id: 1, epoch: 1 })
+    .onConflictDoUpdate({ target: authEpoch.id, set: { epoch: sql`${authEpoch.epoch} + 1` } });
 }

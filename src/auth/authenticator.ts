@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
 import type { Caller, Membership, Role } from './access.js';
-import { findCredential, loadMemberships } from './auth.repo.js';
+import { bumpEpoch, findCredential, loadMemberships, readEpoch } from './auth.repo.js';
 import { DUMMY_HASH_PROMISE, verifyPassword } from './passwords.js';
 
 export interface AuthenticatorOptions {
@@ -14,15 +14,52 @@ export interface AuthenticatorOptions {
   maxEntries?: number;
 }
 
+/** How often a process re-reads the membership epoch (at most; never more often than the cache lives). */
+const EPOCH_CHECK_MS = 1000;
+
 /**
  * Verifies Basic credentials. A verified (username, password) pair is cached for a few seconds under
  * an HMAC of the pair (keyed per process), so a request costs no scrypt hash and the cache never
- * holds a password. Membership changes made through this process call `invalidate()`; other
- * processes see them within `cacheSeconds`.
+ * holds a password.
+ *
+ * Membership changes must take effect at once (U, T11): the transaction that makes one calls
+ * `membershipsChanged(tx)`, which bumps a one-row epoch, and then `invalidate()` clears this
+ * process's cache. Every other process re-reads the epoch at most once a second (`sync()`, awaited by
+ * the auth hook before a cached caller is used) and drops its cache when it moved, so a change is
+ * seen everywhere within about a second, not AUTH_CACHE_SECONDS (decisions.md #7).
  */
 export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_000 }: AuthenticatorOptions) {
   const cacheKey = randomBytes(32);
   const cache = new Map<string, { caller: Caller; expires: number }>();
+  // Bumped by every local invalidation; a caller taken from the cache before one is not used.
+  let generation = 0;
+  const generationOf = new WeakMap<Caller, number>();
+  let epoch: number | null = null;
+  let epochCheckedAt = Number.NEGATIVE_INFINITY;
+  let epochRead: Promise<void> | null = null;
+  const checkMs = Math.min(EPOCH_CHECK_MS, cacheSeconds * 1000);
+
+  function invalidate() {
+    generation++;
+    cache.clear();
+  }
+
+  /** Re-reads the epoch when the last read is older than a second; clears the cache when it moved. */
+  async function sync(): Promise<void> {
+    if (cacheSeconds === 0 || clock.now().getTime() - epochCheckedAt < checkMs) return;
+    epochRead ??= (async () => {
+      try {
+        const checkedAt = clock.now().getTime();
+        const current = await readEpoch(db);
+        if (epoch !== null && current !== epoch) invalidate();
+        epoch = current;
+        epochCheckedAt = checkedAt;
+      } finally {
+        epochRead = null;
+      }
+    })();
+    await epochRead;
+  }
 
   async function loadCaller(userId: string, username: string): Promise<Caller> {
     const { rows, scoped } = await loadMemberships(db, userId);
@@ -63,6 +100,7 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
     if (cacheSeconds > 0) {
       if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
       cache.set(key, { caller, expires: now + cacheSeconds * 1000 });
+      generationOf.set(caller, generation);
     }
     return caller;
   }
@@ -70,8 +108,13 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
   return {
     verify,
     cached,
-    /** Drops every cached pair (after a membership or credential change). */
-    invalidate: () => cache.clear(),
+    sync,
+    /** False for a caller taken from the cache before the last invalidation (verify it again). */
+    isCurrent: (caller: Caller) => generationOf.get(caller) === generation,
+    /** In the transaction that changes memberships or credentials: every process will notice. */
+    membershipsChanged: (tx: Db) => bumpEpoch(tx),
+    /** Drops every cached pair of this process (after a membership or credential change commits). */
+    invalidate,
   };
 }
 

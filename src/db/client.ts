@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import type { SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -23,14 +23,39 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** How long a PostgreSQL pool waits: a request's budget is short (503 fast), background work's long. */
+export interface DbBudget {
+  /** Waiting for a pooled connection, or for a new one to open. */
+  acquireTimeoutMs: number;
+  /** One statement, server side; the client gives up (and drops the connection) 1 s later. */
+  statementTimeoutMs: number;
+}
+
+/** Background work (jobs, sweeps, migrations, tests' own handles): the budget before issue 9. */
+export const BACKGROUND_BUDGET: DbBudget = { acquireTimeoutMs: 3000, statementTimeoutMs: 15_000 };
+
 export type DbOptions =
-  | { kind: 'postgres'; url: string; poolSize?: number }
+  | {
+      kind: 'postgres';
+      url: string;
+      poolSize?: number;
+      budget?: DbBudget;
+      /** A pooled connection failed (idle or in use); nothing else is needed, the pool replaces it. */
+      onError?: (err: Error) => void;
+    }
   | { kind: 'pglite'; dir: string }
   | { kind: 'pglite-memory'; loadDataDir?: Blob };
 
 /** Opens PostgreSQL through a pg pool, or PGlite (in a data dir or in memory). */
 export async function openDatabase(options: DbOptions): Promise<Database> {
-  if (options.kind === 'postgres') return openPostgres(options.url, options.poolSize ?? 10);
+  if (options.kind === 'postgres') {
+    return openPostgres(
+      options.url,
+      options.poolSize ?? 10,
+      options.budget ?? BACKGROUND_BUDGET,
+      options.onError,
+    );
+  }
   if (options.kind === 'pglite-memory') {
     const pglite = await PGlite.create(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
     return wrapPglite(pglite, async () => {});
@@ -38,21 +63,79 @@ export async function openDatabase(options: DbOptions): Promise<Database> {
   return openPgliteDir(options.dir);
 }
 
-function openPostgres(url: string, max: number): Database {
+/**
+ * The pool's pg client, with two repairs for a database that goes away mid-use (issue 9):
+ * - A query's read timeout drops the connection. Otherwise the connection stays busy with the
+ *   unanswered query (a silent database), and every later query on it (the transaction's ROLLBACK,
+ *   the next request's) waits a timeout of its own. Dropped, every queued query fails at once.
+ * - A client that fails while checked out is released to the pool (which discards it), and a
+ *   second release is a no-op. Drizzle's transaction() releases only when its BEGIN succeeded: a
+ *   BEGIN on a dying connection leaked the client, and an outage could exhaust the pool for good.
+ */
+class DeadlineClient extends pg.Client {}
+type Release = (err?: Error | boolean) => void;
+const RELEASE = Symbol('release');
+type Leased = pg.Client & { [RELEASE]?: Release };
+Object.defineProperty(DeadlineClient.prototype, 'release', {
+  configurable: true,
+  get(this: Leased) {
+    return this[RELEASE];
+  },
+  // pg-pool assigns a fresh release function at every checkout.
+  set(this: Leased, poolRelease: Release) {
+    let released = false;
+    this[RELEASE] = (err) => {
+      if (released) return;
+      released = true;
+      poolRelease(err);
+    };
+  },
+});
+const clientQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+function dropIfTimedOut(client: pg.Client, err: unknown) {
+  if (err instanceof Error && err.message === 'Query read timeout') {
+    (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+  }
+}
+DeadlineClient.prototype.query = function query(this: pg.Client, ...args: unknown[]) {
+  const callback = args.at(-1);
+  if (typeof callback === 'function') {
+    args[args.length - 1] = (err: unknown, res: unknown) => {
+      dropIfTimedOut(this, err);
+      callback(err, res);
+    };
+    return clientQuery.apply(this, args);
+  }
+  const result = clientQuery.apply(this, args);
+  // A side branch: the caller still gets the rejection; this one only watches for the timeout.
+  if (result instanceof Promise) result.catch((err: unknown) => dropIfTimedOut(this, err));
+  return result;
+} as typeof pg.Client.prototype.query;
+
+function openPostgres(url: string, max: number, budget: DbBudget, onError?: (err: Error) => void): Database {
   const pool = new pg.Pool({
     connectionString: url,
     max,
+    Client: DeadlineClient,
     // G11: fail fast when the database is unreachable instead of queueing requests forever.
-    connectionTimeoutMillis: 3000,
+    connectionTimeoutMillis: budget.acquireTimeoutMs,
     idleTimeoutMillis: 30_000,
-    statement_timeout: 15_000,
+    statement_timeout: budget.statementTimeoutMs,
     // A connection that stays open but no longer answers (a frozen network path) would hang its
     // query forever: the client gives up a little after the server-side statement timeout.
-    query_timeout: 20_000,
+    query_timeout: budget.statementTimeoutMs + 1000,
     keepAlive: true,
   });
-  // An idle client that loses its connection emits here; without a listener the process would crash.
+  // A client that loses its connection emits 'error'; without a listener the process would crash.
+  // pg-pool listens only while the client is idle (and re-emits on the pool), so every client gets
+  // its own listener for the time it is in use (a transaction between two statements).
   pool.on('error', () => {});
+  pool.on('connect', (client) =>
+    client.on('error', (err) => {
+      onError?.(err);
+      (client as Leased)[RELEASE]?.(err);
+    }),
+  );
   return {
     kind: 'postgres',
     db: drizzlePg(pool, { schema }) as unknown as Db,
@@ -128,6 +211,11 @@ function isAlive(pid: number): boolean {
 
 /** The row type of a select projection (nullable columns stay nullable). */
 export type RowOf<T> = SelectResultFields<T>;
+
+/** /readyz: the database answers a query (throws when it does not). */
+export async function ping(db: Db): Promise<void> {
+  await db.execute(sql`select 1`);
+}
 
 /** Runs raw SQL and returns its rows (both drivers answer `{ rows }`). Values stay parameterised. */
 export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {

@@ -16,6 +16,7 @@ const CONNECTION_MESSAGES = [
   'Cannot use a pool after calling end',
   'connection is closed',
   'Query read timeout',
+  'Client was closed and is not queryable',
 ];
 
 function* causes(err: unknown): Generator<Record<string, unknown>> {

@@ -3,6 +3,7 @@ import {
   type AnyPgColumn,
   bigint,
   boolean,
+  customType,
   date,
   foreignKey,
   index,
@@ -131,6 +132,8 @@ export const installs = pgTable(
     is_multisite: boolean('is_multisite').notNull().default(false),
     stable_ips: text('stable_ips').array(),
     primary_domain: text('primary_domain'),
+    /** Set while a site transfer with `maintenance_mode` runs on the install's site. */
+    maintenance_mode: boolean('maintenance_mode').notNull().default(false),
     defer_wordpress_upgrades_until: timestamp('defer_wordpress_upgrades_until', {
       withTimezone: true,
       mode: 'date',
@@ -226,9 +229,8 @@ export const operations = pgTable(
     account_id: uuid('account_id')
       .notNull()
       .references(() => accounts.id, { onDelete: 'cascade' }),
-    install_id: uuid('install_id')
-      .notNull()
-      .references(() => installs.id, { onDelete: 'cascade' }),
+    /** Null for site-level work (a site transfer): then only the account's billing roles see it. */
+    install_id: uuid('install_id').references(() => installs.id, { onDelete: 'cascade' }),
     type: text('type').notNull(),
     status: text('status').notNull().default('queued'),
     resource_type: text('resource_type').notNull(),
@@ -302,6 +304,33 @@ export const dueJobs = pgTable(
   (t) => [uniqueIndex('due_jobs_key_key').on(t.key), index('due_jobs_run_at_idx').on(t.run_at)],
 );
 
+/**
+ * Job leases (jobs/leases.ts): one row per running worker process, its heartbeat refreshed every few
+ * seconds by the database's own clock (never the injected one: leases are real time). A row whose
+ * heartbeat lapsed belongs to a dead worker: its claimed jobs are failed and retried at once.
+ */
+export const jobWorkers = pgTable('job_workers', {
+  id: uuid('id').primaryKey(),
+  host: text('host').notNull(),
+  pid: integer('pid').notNull(),
+  started_at: at('started_at').notNull().defaultNow(),
+  heartbeat_at: at('heartbeat_at').notNull().defaultNow(),
+});
+
+/** Which worker runs which pg-boss job: written with the fetch, deleted with the completion or failure. */
+export const jobClaims = pgTable(
+  'job_claims',
+  {
+    job_id: uuid('job_id').primaryKey(),
+    queue: text('queue').notNull(),
+    worker_id: uuid('worker_id')
+      .notNull()
+      .references(() => jobWorkers.id),
+    claimed_at: at('claimed_at').notNull().defaultNow(),
+  },
+  (t) => [index('job_claims_worker_idx').on(t.worker_id)],
+);
+
 /** Outgoing mail (C6, B3, R3): one row per message; a job delivers it, or it is kept when no SMTP. */
 export const mailOutbox = pgTable(
   'mail_outbox',
@@ -313,6 +342,8 @@ export const mailOutbox = pgTable(
     subject: text('subject').notNull(),
     text_body: text('text_body').notNull(),
     html_body: text('html_body').notNull(),
+    /** Holds a one-time secret (an invitation link): the bodies are erased once delivered. */
+    sensitive: boolean('sensitive').notNull().default(false),
     status: text('status').notNull().default('pending'),
     attempts: integer('attempts').notNull().default(0),
     last_error: text('last_error'),
@@ -326,7 +357,12 @@ export const mailOutbox = pgTable(
   ],
 );
 
-/** Daily usage of an install (M5-M9); one row per install and day, metrics null when unknown. */
+/**
+ * Daily usage of an install (M5-M9); one row per install and day, metrics null when unknown.
+ * Values are int64 and can exceed 2^53, so they travel as decimal strings (never a JS number).
+ * No account_id here: a site transfer moves an install, and its history, by its installs row alone.
+ */
+const usageValue = customType<{ data: string; driverData: string }>({ dataType: () => 'bigint' });
 export const installUsageDaily = pgTable(
   'install_usage_daily',
   {
@@ -334,17 +370,99 @@ export const installUsageDaily = pgTable(
       .notNull()
       .references(() => installs.id, { onDelete: 'cascade' }),
     date: date('date', { mode: 'string' }).notNull(),
-    visit_count: bytes('visit_count'),
-    billable_visits: bytes('billable_visits'),
-    network_origin_bytes: bytes('network_origin_bytes'),
-    network_cdn_bytes: bytes('network_cdn_bytes'),
-    network_total_bytes: bytes('network_total_bytes'),
-    storage_file_bytes: bytes('storage_file_bytes'),
-    storage_database_bytes: bytes('storage_database_bytes'),
-    request_origin_count: bytes('request_origin_count'),
+    visit_count: usageValue('visit_count'),
+    billable_visits: usageValue('billable_visits'),
+    network_origin_bytes: usageValue('network_origin_bytes'),
+    network_cdn_bytes: usageValue('network_cdn_bytes'),
+    network_total_bytes: usageValue('network_total_bytes'),
+    storage_file_bytes: usageValue('storage_file_bytes'),
+    storage_database_bytes: usageValue('storage_database_bytes'),
+    request_origin_count: usageValue('request_origin_count'),
   },
-  (t) => [primaryKey({ columns: [t.install_id, t.date] })],
+  (t) => [
+    primaryKey({ columns: [t.install_id, t.date] }),
+    // Account insights and summary read 31 days of 1,000 installs: with every metric in the index they
+    // are 1,000 index-only range scans instead of a scan of the whole table (bench/README.md, "Usage").
+    index('install_usage_daily_covering_idx').on(
+      t.install_id,
+      t.date,
+      t.visit_count,
+      t.billable_visits,
+      t.network_origin_bytes,
+      t.network_cdn_bytes,
+      t.network_total_bytes,
+      t.storage_file_bytes,
+      t.storage_database_bytes,
+      t.request_origin_count,
+    ),
+  ],
 );
+
+/**
+ * Site report schedules (P1-P6). Keyed by site: the account is the site's, so a site transfer needs
+ * no change here. `next_run_at` is the next_scheduled_date; its due_jobs row (key
+ * `site-report:<id>`) makes the generation job run then.
+ */
+export const siteReportSchedules = pgTable(
+  'site_report_schedules',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    site_id: uuid('site_id')
+      .notNull()
+      .references(() => sites.id, { onDelete: 'cascade' }),
+    title: text('title').notNull(),
+    template_uuid: uuid('template_uuid').notNull(),
+    frequency_unit: text('frequency_unit', { enum: ['DAYS', 'MONTHLY'] }).notNull(),
+    frequency_value: integer('frequency_value').notNull(),
+    next_run_at: at('next_run_at').notNull(),
+    recipients: jsonb('recipients').$type<{ name: string | null; email: string }[]>().notNull(),
+    sections: jsonb('sections').$type<string[]>().notNull(),
+    created_at: createdAt(),
+    updated_at: at('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('site_report_schedules_site_id_created_idx').on(t.site_id, t.created_at, t.id)],
+);
+
+/**
+ * Generated site reports: the HTML document itself, for the period [period_start, period_end).
+ * One per schedule and period (the unique key), written with its outbox rows in one transaction.
+ */
+export const siteReports = pgTable(
+  'site_reports',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    site_id: uuid('site_id')
+      .notNull()
+      .references(() => sites.id, { onDelete: 'cascade' }),
+    schedule_id: uuid('schedule_id').references(() => siteReportSchedules.id, { onDelete: 'set null' }),
+    title: text('title').notNull(),
+    template_uuid: uuid('template_uuid').notNull(),
+    period_start: at('period_start').notNull(),
+    period_end: at('period_end').notNull(),
+    recipients: jsonb('recipients').$type<{ name: string | null; email: string }[]>().notNull(),
+    sections: jsonb('sections').$type<string[]>().notNull(),
+    html: text('html').notNull(),
+    created_at: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('site_reports_schedule_period_key').on(t.schedule_id, t.period_start, t.period_end),
+    index('site_reports_site_id_created_idx').on(t.site_id, t.created_at, t.id),
+  ],
+);
+
+/**
+ * An operator's override of an account's limits (GET /v1/accounts/{id}/limits); without a row the
+ * account's plan gives them (modules/usage/limits.ts). A null column means "no limit".
+ */
+export const accountLimits = pgTable('account_limits', {
+  account_id: uuid('account_id')
+    .primaryKey()
+    .references(() => accounts.id, { onDelete: 'cascade' }),
+  visitors: bigint('visitors', { mode: 'number' }),
+  storage: bigint('storage', { mode: 'number' }),
+  bandwidth: bigint('bandwidth', { mode: 'number' }),
+  updated_at: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+});
 
 /** The simulated driver's platform: what each install holds (files, tables, WordPress version). */
 export const simulatedInstalls = pgTable('simulated_installs', {
@@ -380,6 +498,152 @@ export const simulatedFaults = pgTable('simulated_faults', {
   created_at: createdAt(),
 });
 
+// Site transfers (issue 11, T1-T11).
+
+/** T9: a transfer is active while pending, scheduled or in_progress. */
+export const ACTIVE_TRANSFER_STATUSES = ['pending', 'scheduled', 'in_progress'] as const;
+
+/**
+ * T1-T11: a site's move to another account. The names are snapshots taken at creation (T10); the
+ * account ids stay as they were, so the origin keeps listing the transfers it initiated (T1).
+ */
+export const siteTransfers = pgTable(
+  'site_transfers',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    site_id: uuid('site_id')
+      .notNull()
+      .references(() => sites.id, { onDelete: 'cascade' }),
+    origin_account_id: uuid('origin_account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    destination_account_id: uuid('destination_account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    operation_id: uuid('operation_id').references(() => operations.id, { onDelete: 'set null' }),
+    status: text('status').notNull(),
+    site_name: text('site_name').notNull(),
+    install_names: text('install_names').array().notNull(),
+    origin_account_name: text('origin_account_name').notNull(),
+    destination_account_name: text('destination_account_name').notNull(),
+    scheduled_time: at('scheduled_time'),
+    maintenance_mode: boolean('maintenance_mode').notNull().default(false),
+    created_at: createdAt(),
+    updated_at: at('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    // T7/T9: at most one active transfer per site, whatever the concurrency.
+    uniqueIndex('site_transfers_one_active_key')
+      .on(t.site_id)
+      .where(sql`${t.status} in ('pending', 'scheduled', 'in_progress')`),
+    index('site_transfers_site_id_created_idx').on(t.site_id, t.created_at, t.id),
+    index('site_transfers_origin_created_idx').on(t.origin_account_id, t.created_at, t.id),
+    index('site_transfers_destination_idx').on(t.destination_account_id),
+    index('site_transfers_operation_id_idx').on(t.operation_id),
+  ],
+);
+
+// --- Account users, invitations, SSH keys (issue 11: U1-U4, K1) ---
+
+/**
+ * An invitation to one membership (createAccountUser). Only a SHA-256 hash of the token is kept; the
+ * token itself exists only in the e-mail. Single use (`accepted_at`), expires at `expires_at`.
+ */
+export const invitations = pgTable(
+  'invitations',
+  {
+    account_id: uuid('account_id').notNull(),
+    user_id: uuid('user_id').notNull(),
+    token_hash: text('token_hash').notNull(),
+    invited_by: uuid('invited_by').references(() => users.id, { onDelete: 'set null' }),
+    expires_at: at('expires_at').notNull(),
+    accepted_at: at('accepted_at'),
+    created_at: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.account_id, t.user_id] }),
+    foreignKey({
+      name: 'invitations_membership_fk',
+      columns: [t.account_id, t.user_id],
+      foreignColumns: [memberships.account_id, memberships.user_id],
+    }).onDelete('cascade'),
+    uniqueIndex('invitations_token_hash_key').on(t.token_hash),
+    index('invitations_user_id_idx').on(t.user_id),
+    index('invitations_invited_by_idx').on(t.invited_by),
+  ],
+);
+
+/** K1: a user's SSH public keys; a key (its fingerprint) is registered once platform-wide. */
+export const sshKeys = pgTable(
+  'ssh_keys',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    user_id: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    key_type: text('key_type').notNull(),
+    /** `type base64-blob`, without the comment. */
+    public_key: text('public_key').notNull(),
+    comment: text('comment').notNull().default(''),
+    fingerprint: text('fingerprint').notNull(),
+    created_at: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('ssh_keys_fingerprint_key').on(t.fingerprint),
+    index('ssh_keys_user_id_created_idx').on(t.user_id, t.created_at, t.id),
+  ],
+);
+
+/**
+ * One row (id 1): bumped in every transaction that changes memberships or credentials, so each
+ * process's credential cache notices the change within a second (auth/authenticator.ts).
+ */
+export const authEpoch = pgTable('auth_epoch', {
+  id: integer('id').primaryKey(),
+  epoch: bigint('epoch', { mode: 'number' }).notNull(),
+});
+
+// Issue 13: offload settings, domain status reports, the simulated certificate authority.
+
+/** LargeFS offload settings of an install (getOffloadSettings); absent until first configured. */
+export const offloadSettings = pgTable('offload_settings', {
+  install_id: uuid('install_id')
+    .primaryKey()
+    .references(() => installs.id, { onDelete: 'cascade' }),
+  largefs_settings: jsonb('largefs_settings').notNull(),
+  updated_at: at('updated_at').notNull(),
+});
+
+/** checkStatus: one DNS check of a domain, run as a job; `result` is the DomainStatus once complete. */
+export const domainReports = pgTable(
+  'domain_reports',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    install_id: uuid('install_id')
+      .notNull()
+      .references(() => installs.id, { onDelete: 'cascade' }),
+    domain_id: uuid('domain_id')
+      .notNull()
+      .references(() => domains.id, { onDelete: 'cascade' }),
+    domain_name: text('domain_name').notNull(),
+    result: jsonb('result'),
+    created_at: at('created_at').notNull(),
+    completed_at: at('completed_at'),
+  },
+  (t) => [
+    index('domain_reports_install_id_created_idx').on(t.install_id, t.created_at),
+    index('domain_reports_domain_id_idx').on(t.domain_id),
+  ],
+);
+
+/** The simulated driver's certificate authority: made once, its key sealed (secrets.ts). */
+export const simulatedCa = pgTable('simulated_ca', {
+  id: text('id').primaryKey(),
+  cert_pem: text('cert_pem').notNull(),
+  key_sealed: text('key_sealed').notNull(),
+  created_at: createdAt(),
+});
+
 export const schema = {
   accounts,
   users,
@@ -393,9 +657,21 @@ export const schema = {
   operations,
   backups,
   dueJobs,
+  jobWorkers,
+  jobClaims,
   mailOutbox,
   installUsageDaily,
+  siteReportSchedules,
+  siteReports,
+  accountLimits,
   simulatedInstalls,
   simulatedTasks,
   simulatedFaults,
+  siteTransfers,
+  invitations,
+  sshKeys,
+  authEpoch,
+  offloadSettings,
+  domainReports,
+  simulatedCa,
 };

@@ -14,6 +14,7 @@ export const DRIVER_OPERATIONS = [
   'measure_disk',
   'purge_cache',
   'move_site',
+  'issue_certificate',
 ] as const;
 export type DriverOperation = (typeof DRIVER_OPERATIONS)[number];
 
@@ -47,6 +48,16 @@ export interface InstallRef {
   wp_version: string | null;
 }
 
+/** C2/C3: what a copy overwrites the destination with. */
+export interface CopyRequest {
+  source: InstallRef;
+  destination: InstallRef;
+  include_files: boolean;
+  include_db: boolean;
+  /** Null: every table. */
+  db_tables: string[] | null;
+}
+
 export interface HostingDriver {
   /** `simulated`, or the name of a real platform's driver. */
   readonly name: string;
@@ -59,13 +70,7 @@ export interface HostingDriver {
   /** C2/C3: overwrite the destination with the source's files and/or database (all or some tables). */
   copy(
     ctx: CallContext,
-    input: {
-      source: InstallRef;
-      destination: InstallRef;
-      include_files: boolean;
-      include_db: boolean;
-      db_tables: string[] | null;
-    },
+    input: CopyRequest,
   ): Promise<DriverResult<{ wp_version: string | null; copied_tables: string[] }>>;
   backup(ctx: CallContext, install: InstallRef): Promise<DriverResult<Snapshot>>;
   restore(
@@ -81,6 +86,29 @@ export interface HostingDriver {
     ctx: CallContext,
     input: { site_id: string; install_ids: string[]; destination_account_id: string },
   ): Promise<DriverResult<Record<string, never>>>;
+  /**
+   * createDomainCertificateOrder: a certificate for `names` from the platform's CA (Let's Encrypt on
+   * the real platform). The result holds the private key: callers seal it before storing it.
+   */
+  issueCertificate(
+    ctx: CallContext,
+    input: { install: InstallRef; names: string[] },
+  ): Promise<DriverResult<{ chain_pem: string; key_pem: string }>>;
+  /** listArchives: the downloadable export of a completed backup, served by its signed download link. */
+  exportArchive(source: ArchiveSource): Promise<DriverFile>;
+}
+
+/** A downloadable file the platform produced (a backup's archive). */
+export interface DriverFile {
+  fileName: string;
+  contentType: string;
+  body: Buffer;
+}
+
+/** What an archive is made from: a completed backup of the install. */
+export interface ArchiveSource {
+  install: InstallRef;
+  backup: { id: string; description: string; completed_at: Date; snapshot: Snapshot };
 }
 
 /** A driver call that failed; the job fails and pg-boss retries it with back-off. */

@@ -1,6 +1,6 @@
 import { and, count, eq, gt, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { simulatedFaults, simulatedInstalls, simulatedTasks } from '../db/schema.js';
+import { simulatedCa, simulatedFaults, simulatedInstalls, simulatedTasks } from '../db/schema.js';
 
 export interface SimulatedState {
   wp_version: string | null;
@@ -115,4 +115,15 @@ export function listFaults(db: Db) {
     .from(simulatedFaults)
     .where(gt(simulatedFaults.remaining, 0))
     .orderBy(simulatedFaults.operation);
+}
+
+/** The simulated certificate authority (one row; drivers/simulated-ca.ts). */
+export async function findCa(db: Db, id: string) {
+  const [row] = await db.select().from(simulatedCa).where(eq(simulatedCa.id, id));
+  return row ?? null;
+}
+
+/** Stores the CA unless another worker stored one first (both then read the same row). */
+export async function insertCa(db: Db, row: typeof simulatedCa.$inferInsert) {
+  await db.insert(simulatedCa).values(row).onConflictDoNothing();
 }

@@ -2,8 +2,11 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
 import { withTransaction } from '../db/transaction.js';
+import type { SecretBox } from '../secrets.js';
 import {
+  type ArchiveSource,
   type CallContext,
+  type CopyRequest,
   DRIVER_OPERATIONS,
   DriverError,
   type DriverOperation,
@@ -13,12 +16,16 @@ import {
   type Snapshot,
 } from './driver.js';
 import * as repo from './simulated.repo.js';
+import { issueSimulatedCertificate } from './simulated-ca.js';
+import { tarGz } from './tar.js';
 
 export interface SimulatedDriverDeps {
   db: Db;
   clock: Clock;
   /** Seconds each operation takes, by the injected clock (SIMULATED_DURATIONS). */
   durations: Readonly<Record<DriverOperation, number>>;
+  /** Seals the simulated CA's key and issued keys while they wait in simulated_tasks. */
+  secretBox: SecretBox;
 }
 
 /** What a simulated install reports when nothing else is known. */
@@ -64,7 +71,7 @@ const dbBytes = (tables: Record<string, number>) => Object.values(tables).reduce
  * first call after it applies the effect once and records the result, later calls return it.
  * Faults from POST /admin/v1/faults make the next calls of an operation fail or hang.
  */
-export function createSimulatedDriver({ db, clock, durations }: SimulatedDriverDeps) {
+export function createSimulatedDriver({ db, clock, durations, secretBox }: SimulatedDriverDeps) {
   async function fault(operation: DriverOperation, signal: AbortSignal) {
     const mode = await repo.takeFault(db, operation);
     if (mode === 'fail') throw new DriverError(operation, `simulated ${operation} failure (injected fault)`);
@@ -122,16 +129,7 @@ export function createSimulatedDriver({ db, clock, durations }: SimulatedDriverD
         return { wp_version: state.wp_version, php_version: SIMULATED_PHP_VERSION };
       }),
 
-    copy: (
-      ctx: CallContext,
-      input: {
-        source: InstallRef;
-        destination: InstallRef;
-        include_files: boolean;
-        include_db: boolean;
-        db_tables: string[] | null;
-      },
-    ) =>
+    copy: (ctx: CallContext, input: CopyRequest) =>
       call('copy', ctx, input.destination.id, async (tx, now) => {
         const source = await stateOf(tx, input.source);
         const target = await stateOf(tx, input.destination);
@@ -184,8 +182,61 @@ export function createSimulatedDriver({ db, clock, durations }: SimulatedDriverD
       ctx: CallContext,
       _input: { site_id: string; install_ids: string[]; destination_account_id: string },
     ) => call('move_site', ctx, null, async () => ({})),
+
+    exportArchive: async (source: ArchiveSource) => simulatedArchive(source),
+
+    // The task's result is stored (simulated_tasks.result): the key goes there sealed, never as PEM.
+    async issueCertificate(ctx: CallContext, input: { install: InstallRef; names: string[] }) {
+      const context = `simulated-task:issue_certificate:${ctx.key}`;
+      const result = await call('issue_certificate', ctx, input.install.id, async (tx, now) => {
+        const issued = await issueSimulatedCertificate(tx, secretBox, { names: input.names, now });
+        return {
+          chain_pem: issued.chain_pem,
+          key_sealed: secretBox.seal(Buffer.from(issued.key_pem), context),
+        };
+      });
+      if (!result.done) return result;
+      const key_pem = secretBox.open(result.value.key_sealed, context).toString('utf8');
+      return { done: true as const, value: { chain_pem: result.value.chain_pem, key_pem } };
+    },
   };
   return driver;
+}
+
+/**
+ * A simulated backup holds no files, so its archive says so: a tar.gz with a README and the backup's
+ * manifest (what the snapshot records), never anything that looks like a real site.
+ */
+function simulatedArchive({ install, backup }: ArchiveSource) {
+  const mtime = backup.completed_at;
+  const manifest = {
+    simulated: true,
+    install: { id: install.id, name: install.name },
+    backup: {
+      id: backup.id,
+      description: backup.description,
+      completed_at: backup.completed_at.toISOString(),
+      wordpress_version: backup.snapshot.wp_version,
+      file_bytes: backup.snapshot.file_bytes,
+      database_tables: backup.snapshot.db_tables,
+    },
+  };
+  const readme =
+    'This archive was made by the simulated hosting driver of Hostplane (HOSTING_DRIVER=simulated).\n' +
+    'No site exists behind it, so it holds no files and no database: manifest.json lists what the\n' +
+    'simulated backup recorded (sizes per table, file bytes, WordPress version).\n';
+  return {
+    fileName: `${install.name}-${backup.id}.tar.gz`,
+    contentType: 'application/gzip',
+    body: tarGz([
+      { name: 'README.txt', content: Buffer.from(readme, 'utf8'), mtime },
+      {
+        name: 'manifest.json',
+        content: Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`, 'utf8'),
+        mtime,
+      },
+    ]),
+  };
 }
 
 /** POST /admin/v1/faults (test mode): the next `count` calls of `operation` fail or hang. */

@@ -3,6 +3,7 @@ import type { Caller } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { safeEqual } from '../auth/passwords.js';
 import { Errors } from '../errors.js';
+import { decodeUtf8, isStorableText } from './input.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,7 +18,9 @@ export function parseBasic(header: string | undefined): { username: string; pass
   if (!header || header.length > MAX_HEADER) return null;
   const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
   if (!match?.[1]) return null;
-  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  // Issue 13: bytes that are not UTF-8, a NUL or a lone surrogate can name no user: no lookup, a 401.
+  const decoded = decodeUtf8(Buffer.from(match[1], 'base64'));
+  if (decoded === null || !isStorableText(decoded)) return null;
   const colon = decoded.indexOf(':');
   if (colon <= 0) return null;
   const username = decoded.slice(0, colon);
@@ -29,7 +32,11 @@ export function parseBasic(header: string | undefined): { username: string; pass
 /** G2: an onRequest hook that sets `request.caller` or answers 401 with the bad-credentials message. */
 export function basicAuthHook(authenticator: Authenticator) {
   return async (request: FastifyRequest) => {
-    if (request.caller) return; // verified from the cache by the rate limiter's key generator
+    // Another process may have changed memberships: at most one epoch read a second (authenticator.ts).
+    await authenticator.sync();
+    // Verified from the cache by the rate limiter's key generator, and no invalidation since.
+    if (request.caller && authenticator.isCurrent(request.caller)) return;
+    request.caller = null;
     const pair = parseBasic(request.headers.authorization);
     if (!pair) throw Errors.unauthenticated();
     const caller = await authenticator.verify(pair.username, pair.password);

@@ -81,6 +81,9 @@ function toAppError(error: FastifyError, request: FastifyRequest): AppError | nu
       return Errors.badRequest('Malformed URL: invalid percent-encoding');
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return Errors.badRequest('Malformed URL: a path parameter is too long');
+    case 'FST_ERR_HANDLER_TIMEOUT':
+      // The request budget (REQUEST_TIMEOUT_MS) passed: a dependency is too slow to answer (G11).
+      return Errors.unavailable();
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return Errors.badRequest(`Malformed JSON body: ${error.message}`);
@@ -115,6 +118,9 @@ function codeFor(status: number): AppError['code'] {
   }
 }
 
+/** Retry-After of a 503: about how long a database failover or restart takes to be noticed. */
+export const RETRY_AFTER_SECONDS = 5;
+
 /** The one error renderer: AppError, validation and Fastify errors, and unknown errors (a bare 500). */
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const appError = toAppError(error, request);
@@ -123,7 +129,11 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
     request.log.error({ err: error }, 'unhandled error');
     return reply.status(500).send({ message: 'Internal Server Error' });
   }
-  if (appError.status === 503) request.log.warn({ err: error }, 'dependency unavailable');
+  if (appError.status === 503) {
+    request.log.warn({ err: error }, 'dependency unavailable');
+    // Every 503 says when to come back (G11); a more precise value from the error wins.
+    reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+  }
   reply.headers(appError.headers);
   const body =
     appError.status === 400 || appError.status === 422

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
+import type { Page } from '../db/page.js';
 import { Nullable } from './schemas.js';
 
 /** G5: limit 0-100 (default 100), offset >= 0 (default 0). */
@@ -12,11 +13,6 @@ export const PageQuery = Type.Object({
   ),
 });
 export type PageQuery = Static<typeof PageQuery>;
-
-export interface Page {
-  limit: number;
-  offset: number;
-}
 
 export function pageOf(query: PageQuery): Page {
   return { limit: query.limit ?? 100, offset: query.offset ?? 0 };

@@ -1,5 +1,4 @@
 import { type Static, type TSchema, Type } from 'typebox';
-import type { Services } from '../services.js';
 
 /** What a handler knows about the attempt it runs. */
 export interface JobContext {
@@ -64,22 +63,30 @@ const operationStep = {
   singletonKey: (payload: { operation_id: string }) => payload.operation_id,
 } satisfies JobSpec<typeof OperationPayload>;
 
-/** Every job of the service, in one place (G10 is reviewable here). */
+/**
+ * Every job of the service, in one place (G10 is reviewable here). The step job of an operation has
+ * the name of its operation type (modules/operations/operation-types.ts), so one word names both.
+ * The handlers live in each module's *.jobs.ts; the composition root (services.ts) maps names to them.
+ */
 export const JOBS = {
   /** I7: pending -> active. */
-  'install-provision': operationStep,
+  provision_install: operationStep,
   /** C1-C6. */
-  'install-copy': operationStep,
+  copy_install: operationStep,
   /** B1-B3. */
-  'backup-create': operationStep,
+  create_backup: operationStep,
   /** R1-R3: checkpoint backup, then the restore. */
-  'backup-restore': operationStep,
+  restore_backup: operationStep,
   /**
    * M7-M8. Collapsing is done by the operations table (one open refresh per install, a partial
    * unique index), so the job itself is plain.
    */
-  'disk-usage-refresh': operationStep,
-  'cache-purge': { ...operationStep, retryLimit: 2 },
+  refresh_disk_usage: operationStep,
+  purge_cache: { ...operationStep, retryLimit: 2 },
+  /** Issue 13: createDomainCertificateOrder, fulfilled by the driver's CA. */
+  order_certificate: operationStep,
+  /** T9-T11: in_progress, the driver's move_site, then the move in one transaction. */
+  transfer_site: operationStep,
   /**
    * C6, B3, R3: one job per outbox message, sent in the transaction that ends the operation. SMTP
    * servers refuse for minutes at a time: 30 s, then doubling, over five retries (~15 min).
@@ -94,26 +101,40 @@ export const JOBS = {
     policy: 'short',
     singletonKey: (payload: { message_id: string }) => payload.message_id,
   },
+  /**
+   * Site reports: a due schedule's report (modules/reports). One queued run per schedule; the
+   * report row and its outbox rows commit together, so a retry never mails twice.
+   */
+  'site-report-generate': {
+    payload: Type.Object({ schedule_id: Type.String({ format: 'uuid' }) }),
+    retryLimit: 3,
+    retryDelaySeconds: 30,
+    retryBackoff: true,
+    expireInSeconds: 120,
+    concurrency: 1,
+    policy: 'short',
+    singletonKey: (payload: { schedule_id: string }) => payload.schedule_id,
+  },
+  /**
+   * Issue 13, checkStatus: the DNS lookups of one report. A failed lookup is retried twice after
+   * 5-10 s; then the report completes with dns_error.
+   */
+  'domain-status-check': {
+    payload: Type.Object({ report_id: Type.String({ format: 'uuid' }) }),
+    retryLimit: 2,
+    retryDelaySeconds: 5,
+    retryBackoff: true,
+    expireInSeconds: 60,
+    concurrency: 2,
+  },
 } as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;
+export type JobPayload<N extends JobName> = Static<(typeof JOBS)[N]['payload']>;
 /** The jobs whose payload is `{ operation_id }`: the steps of an operation. */
-export type OperationJobName = Exclude<JobName, 'mail-deliver'>;
+export type OperationJobName = {
+  [N in JobName]: (typeof JOBS)[N]['payload'] extends typeof OperationPayload ? N : never;
+}[JobName];
 
-/** The handler of every job, bound to the services (each lives in its module's *.jobs.ts). */
-export function createJobHandlers(services: Services): Record<JobName, JobHandler<never>> {
-  const { jobHandlers, outbox } = services;
-  const handlers: { [N in JobName]: JobHandler<Static<(typeof JOBS)[N]['payload']>> } = {
-    'install-provision': jobHandlers.installs.provision,
-    'install-copy': jobHandlers.installs.copy,
-    'backup-create': jobHandlers.backups.create,
-    'backup-restore': jobHandlers.backups.restore,
-    'disk-usage-refresh': jobHandlers.usage.refresh,
-    'cache-purge': jobHandlers.cache.purge,
-    'mail-deliver': {
-      run: ({ message_id }) => outbox.deliver(message_id),
-      exhausted: ({ message_id }, error) => outbox.giveUp(message_id, error),
-    },
-  };
-  return handlers as Record<JobName, JobHandler<never>>;
-}
+/** The handler of every job (the worker's map, built by the composition root). */
+export type JobHandlers = { [N in JobName]: JobHandler<JobPayload<N>> };

@@ -1,10 +1,10 @@
-import { asc, inArray, lte, sql } from 'drizzle-orm';
+import { asc, eq, inArray, lte, sql } from 'drizzle-orm';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
 import { dueJobs } from '../db/schema.js';
 import { withTransaction } from '../db/transaction.js';
-import type { JobName } from './catalog.js';
-import type { JobPayload, JobQueue } from './queue.js';
+import type { JobName, JobPayload } from './catalog.js';
+import type { JobQueue } from './queue.js';
 
 /**
  * Due work: a job that should run at `runAt` by the service's clock (which may be the manual clock).
@@ -26,6 +26,25 @@ export async function scheduleAt<N extends JobName>(
       target: dueJobs.key,
       set: { run_at: sql`least(${dueJobs.run_at}, excluded.run_at)` },
     });
+}
+
+/** Moves the due row of `key` to `runAt`, earlier or later (an edited schedule), or creates it. */
+export async function rescheduleAt<N extends JobName>(
+  tx: Db,
+  key: string,
+  name: N,
+  payload: JobPayload<N>,
+  runAt: Date,
+): Promise<void> {
+  await tx
+    .insert(dueJobs)
+    .values({ key, name, payload, run_at: runAt })
+    .onConflictDoUpdate({ target: dueJobs.key, set: { run_at: runAt, name, payload } });
+}
+
+/** Drops the due row of `key` (the work is no longer wanted: a deleted schedule). */
+export async function cancelDue(tx: Db, key: string): Promise<void> {
+  await tx.delete(dueJobs).where(eq(dueJobs.key, key));
 }
 
 const BATCH = 100;

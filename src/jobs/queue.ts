@@ -2,11 +2,12 @@ import type { PGlite } from '@electric-sql/pglite';
 import { type SQL, sql } from 'drizzle-orm';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import type { Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { JobsConfig } from '../config.js';
 import type { Database, Db } from '../db/client.js';
-import { JOBS, type JobName, type JobSpec } from './catalog.js';
+import { withTransaction } from '../db/transaction.js';
+import { JOBS, type JobName, type JobPayload, type JobSpec } from './catalog.js';
+import * as leases from './leases.repo.js';
 
 /** pg-boss's own tables live in this schema, beside (not inside) the Drizzle migrations. */
 export const BOSS_SCHEMA = 'pgboss';
@@ -20,8 +21,6 @@ export const jobOfQueue = (queue: string) =>
   queue.endsWith(EXHAUSTED)
     ? { name: queue.slice(0, -EXHAUSTED.length), exhausted: true }
     : { name: queue, exhausted: false };
-
-export type JobPayload<N extends JobName> = Static<(typeof JOBS)[N]['payload']>;
 
 /** A fetched job, with what a handler needs to know about its attempt. */
 export interface QueuedJob {
@@ -56,14 +55,19 @@ function poolAdapter(pool: pg.Pool): BossDb {
  * pg-boss 10 inside the caller's Drizzle transaction, so a job commits or rolls back with the row that
  * asked for it. On PGlite this is also what avoids a deadlock: the transaction holds PGlite's only
  * connection, and a send through pg-boss's own handle would wait for it forever. Drizzle drops
- * `undefined` params, so they become null.
+ * `undefined` params, so they become null; an array stays one parameter (`$2::uuid[]`), where
+ * Drizzle would otherwise spread it into a list.
  */
+function param(value: unknown): SQL {
+  return Array.isArray(value) ? sql`${sql.param(value)}` : sql`${value ?? null}`;
+}
+
 function transactionAdapter(tx: Db): BossDb {
   return {
     async executeSql(text, values = []) {
       const chunks: SQL[] = text
         .split(/\$(\d+)/)
-        .map((part, i) => (i % 2 ? sql`${values[Number(part) - 1] ?? null}` : sql.raw(part)));
+        .map((part, i) => (i % 2 ? param(values[Number(part) - 1]) : sql.raw(part)));
       const result = (await tx.execute(sql.join(chunks))) as unknown as { rows: unknown[] } | unknown[];
       return { rows: Array.isArray(result) ? result : result.rows };
     },
@@ -78,6 +82,20 @@ export interface JobQueueDeps {
   /** The job catalog; tests of the engine pass their own. Default jobs/catalog.ts. */
   specs?: Record<string, JobSpec>;
   onError?: (err: unknown) => void;
+}
+
+export interface FetchOptions {
+  /** Take jobs whose retry back-off has not passed yet (tests' `runJobs()`). */
+  ignoreStartAfter?: boolean;
+  /** Claim the jobs under this worker's lease (worker processes; jobs/leases.ts). */
+  workerId?: string;
+}
+
+export interface FailOptions {
+  /** Only while this worker still holds the job's claim. */
+  workerId?: string;
+  /** Retry at once, without the back-off (a released job: the attempt was not the job's fault). */
+  retryNow?: boolean;
 }
 
 export interface StartOptions {
@@ -112,6 +130,21 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
   function started(): PgBoss {
     if (!boss) throw new Error('the job queue is not started');
     return boss;
+  }
+
+  /**
+   * Fails attempts inside `tx` (pg-boss's own fail: retry, or failed + dead letter); `now` moves a
+   * retry's start to now instead of after the back-off, and wakes idle workers on commit.
+   */
+  async function failInTransaction(tx: Db, name: string, ids: string[], message: string, now: boolean) {
+    const boss = started();
+    for (const id of ids) await boss.fail(name, id, { message }, { db: transactionAdapter(tx) });
+    if (!now) return;
+    await tx.execute(
+      sql`update ${sql.raw(BOSS_SCHEMA)}.job set start_after = now()
+          where name = ${name} and id = any(${`{${ids.join(',')}}`}::uuid[]) and state = 'retry'`,
+    );
+    await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${name})`);
   }
 
   return {
@@ -173,13 +206,30 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
       return id;
     },
 
-    /** Takes up to `batchSize` ready jobs of one queue (they become active). */
-    async fetch(name: string, batchSize: number, options: { ignoreStartAfter?: boolean } = {}) {
-      const rows = await started().fetch<unknown>(name, {
+    /**
+     * Takes up to `batchSize` ready jobs of one queue (they become active). With `workerId` (worker
+     * processes) the jobs are claimed under that worker's lease in the same transaction (jobs/leases.ts).
+     */
+    async fetch(name: string, batchSize: number, options: FetchOptions = {}) {
+      const boss = started();
+      const fetchOptions = {
         batchSize,
-        includeMetadata: true,
+        includeMetadata: true as const,
         ignoreStartAfter: options.ignoreStartAfter ?? false,
-      });
+      };
+      const { workerId } = options;
+      const rows = workerId
+        ? await withTransaction(database.db, async (tx) => {
+            const jobs = await boss.fetch<unknown>(name, { ...fetchOptions, db: transactionAdapter(tx) });
+            await leases.claim(
+              tx,
+              workerId,
+              name,
+              jobs.map((j) => j.id),
+            );
+            return jobs;
+          })
+        : await boss.fetch<unknown>(name, fetchOptions);
       return rows.map(
         (job): QueuedJob => ({
           id: job.id,
@@ -193,14 +243,72 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
       );
     },
 
-    async complete(name: string, id: string) {
-      await started().complete(name, id);
+    /**
+     * Completes a job. With `workerId`, only while that worker still holds its claim: false when the
+     * job was reaped (the lease lapsed) and handed to another worker, whose attempt must not be ended.
+     */
+    async complete(name: string, id: string, workerId?: string): Promise<boolean> {
+      const boss = started();
+      if (!workerId) {
+        await boss.complete(name, id);
+        return true;
+      }
+      return withTransaction(database.db, async (tx) => {
+        if (!(await leases.release(tx, id, workerId))) return false;
+        // pg-boss 10 reads the third argument as the job's output, the fourth as the options.
+        await boss.complete(name, id, undefined as never, { db: transactionAdapter(tx) });
+        return true;
+      });
     },
 
-    /** Fails one attempt: pg-boss retries it with back-off, or moves it to its dead-letter queue. */
-    async fail(name: string, id: string, error: unknown) {
+    /**
+     * Fails one attempt: pg-boss retries it with back-off, or moves it to its dead-letter queue.
+     * `retryNow` (a released job, not a failed one) starts the retry at once. With `workerId`, only
+     * while that worker still holds its claim (false otherwise, as for `complete`).
+     */
+    async fail(name: string, id: string, error: unknown, options: FailOptions = {}): Promise<boolean> {
+      const boss = started();
       const message = error instanceof Error ? error.message : String(error);
-      await started().fail(name, id, { message });
+      const { workerId } = options;
+      if (!workerId && !options.retryNow) {
+        await boss.fail(name, id, { message });
+        return true;
+      }
+      return withTransaction(database.db, async (tx) => {
+        if (workerId && !(await leases.release(tx, id, workerId))) return false;
+        await failInTransaction(tx, name, [id], message, options.retryNow ?? false);
+        return true;
+      });
+    },
+
+    /** Registers a worker process's lease (again, after it was reaped); its heartbeat starts now. */
+    async register(worker: { id: string; host: string; pid: number }) {
+      await leases.registerWorker(database.db, worker);
+    },
+
+    /** Refreshes a worker's lease; false when it was reaped (its jobs were handed on). */
+    heartbeat: (workerId: string) => leases.heartbeat(database.db, workerId),
+
+    /**
+     * Reaps dead workers: those whose heartbeat is older than `lapseSeconds` (or the one worker `id`,
+     * when it retires). Their claimed jobs fail and are retried at once (or go to their dead-letter
+     * queue when their retries are used up), idle workers are woken, and the lease rows go. Safe
+     * when several sweepers race (SKIP LOCKED). Answers how many jobs were handed on.
+     */
+    async reap(target: { lapseSeconds: number } | { id: string }): Promise<number> {
+      started();
+      return withTransaction(database.db, async (tx) => {
+        const dead = await leases.lockLapsed(tx, target);
+        if (dead.length === 0) return 0;
+        const claims = await leases.takeClaims(tx, dead);
+        const queues = new Set(claims.map((c) => c.queue));
+        for (const name of queues) {
+          const ids = claims.filter((c) => c.queue === name).map((c) => c.job_id);
+          await failInTransaction(tx, name, ids, 'its worker stopped (the lease lapsed); retried', true);
+        }
+        await leases.deleteWorkers(tx, dead);
+        return claims.length;
+      });
     },
 
     /** Runs pg-boss maintenance now: jobs active past their expiry are retried (a dead worker's). */
@@ -223,7 +331,11 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
   };
 }
 
-/** LISTEN on a dedicated connection that reconnects by itself; polling covers the gaps. */
+/**
+ * LISTEN on a dedicated connection that reconnects by itself (backing off from 0.5 s to 5 s while the
+ * database is away); polling covers the gaps. A connection lost mid-way or never made is reported
+ * to `onError` and retried; nothing here can throw out of the process.
+ */
 async function listenPostgres(
   url: string,
   onWake: (name: string) => void,
@@ -232,27 +344,41 @@ async function listenPostgres(
   let client: pg.Client | null = null;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
+  let failures = 0;
+  const schedule = () => {
+    if (closed || retry) return;
+    const delay = Math.min(5000, 500 * 2 ** failures++);
+    retry = setTimeout(() => {
+      retry = undefined;
+      void connect();
+    }, delay);
+  };
   const connect = async () => {
     if (closed) return;
-    const next = new pg.Client({ connectionString: url });
+    const next = new pg.Client({ connectionString: url, keepAlive: true, connectionTimeoutMillis: 5000 });
+    let dropped = false;
+    // The 'error' event and a rejected connect() may both report one failure: it is handled once.
+    const drop = (err: unknown) => {
+      if (dropped) return;
+      dropped = true;
+      onError?.(err);
+      if (client === next) client = null;
+      void next.end().catch(() => {});
+      schedule();
+    };
     next.on('notification', (msg) => {
       if (msg.channel === WAKE_CHANNEL && msg.payload) onWake(msg.payload);
     });
-    next.on('error', (err) => {
-      onError?.(err);
-      void next.end().catch(() => {});
-      if (client === next) client = null;
-      if (!closed) retry = setTimeout(() => void connect(), 1000);
-    });
+    next.on('error', drop);
     try {
       await next.connect();
       await next.query(`LISTEN ${WAKE_CHANNEL}`);
+      if (dropped) return;
+      failures = 0;
       client = next;
       if (closed) await next.end();
     } catch (err) {
-      onError?.(err);
-      await next.end().catch(() => {});
-      if (!closed) retry = setTimeout(() => void connect(), 1000);
+      drop(err);
     }
   };
   await connect();

@@ -1,6 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { JobsConfig } from '../config.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
 import type { JobContext, JobHandler } from './catalog.js';
+import { createLease } from './leases.js';
+import { createOutage, type Outage } from './outage.js';
 import { type JobQueue, jobOfQueue, type QueuedJob } from './queue.js';
 
 /** The subset of pino's logger the job engine uses. */
@@ -12,17 +15,23 @@ export interface JobLog {
 
 export interface RunnerDeps {
   queue: Pick<JobQueue, 'fetch' | 'complete' | 'fail' | 'queueNames'>;
-  /** One handler per job name (jobs/catalog.ts `createJobHandlers`). */
+  /** One handler per job name (`JobHandlers`, built by the composition root: services.ts). */
   handlers: Readonly<Record<string, JobHandler<never>>>;
   /** Enqueues due work (jobs/due.ts) and answers how many jobs it enqueued. */
   sweep: () => Promise<number>;
   log: JobLog;
+  /** Worker processes: the lease their jobs are claimed under (jobs/leases.ts). */
+  workerId?: () => string;
+  /** Where database errors of background work are reported (one log line per outage). */
+  outage?: Outage;
 }
 
 /** Emitted with `{ name, id }` when a handler starts (bench/, diagnostics). */
 export const JOB_STARTED = 'job-started';
 
 class JobAborted extends Error {}
+/** A job given back without blaming it (a drain's timeout, a lost lease): retried at once. */
+class JobReleased extends JobAborted {}
 
 function errorMessage(output: unknown): string {
   const o = output as { message?: unknown; value?: { message?: unknown } } | null;
@@ -40,7 +49,7 @@ function whenAborted(signal: AbortSignal): Promise<never> {
 }
 
 /** Runs fetched jobs: the one code path shared by workers and by tests' `runJobs()`. */
-export function createJobRunner({ queue, handlers, sweep, log }: RunnerDeps) {
+export function createJobRunner({ queue, handlers, sweep, log, workerId, outage }: RunnerDeps) {
   const events = new EventEmitter();
   /** Jobs running in this process, so a shutdown can release what did not finish. */
   const running = new Map<string, { name: string; controller: AbortController; done: Promise<void> }>();
@@ -63,6 +72,34 @@ export function createJobRunner({ queue, handlers, sweep, log }: RunnerDeps) {
     await handler.run(job.data as never, ctx);
   }
 
+  /**
+   * Records the end of a job. While the database is unreachable it is retried with back-off (up to
+   * ~1.5 min), so an outage does not leave a finished job active until its expiry; a job whose claim
+   * was reaped meanwhile is not touched (its retry belongs to another worker now).
+   */
+  async function settle(job: QueuedJob, queueName: string, record: () => Promise<boolean>) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (!(await record())) {
+          log.warn(
+            { job: job.id, queue: queueName },
+            'job handed to another worker meanwhile; this result is dropped',
+          );
+        }
+        outage?.ok('job');
+        return;
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || attempt >= 20) {
+          // The job stays active; its lease or pg-boss's expiry retries it (the same as a crash).
+          log.error({ err, job: job.id, queue: queueName }, 'could not record the end of a job');
+          return;
+        }
+        const delay = outage ? outage.failed('job', err) : 1000;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
   /** Runs one job to completion or failure; its expiry aborts it (a hung call gives up). */
   async function runJob(queueName: string, job: QueuedJob): Promise<void> {
     const controller = new AbortController();
@@ -70,19 +107,21 @@ export function createJobRunner({ queue, handlers, sweep, log }: RunnerDeps) {
       () => controller.abort(new JobAborted(`the job exceeded its ${job.expireInSeconds} s expiry`)),
       Math.max(1, job.expireInSeconds) * 1000,
     );
+    const owner = workerId?.();
     const done = (async () => {
       try {
         await Promise.race([execute(queueName, job, controller), whenAborted(controller.signal)]);
-        await queue.complete(queueName, job.id);
+        clearTimeout(timer);
+        await settle(job, queueName, () => queue.complete(queueName, job.id, owner));
       } catch (err) {
+        clearTimeout(timer);
+        const released = controller.signal.reason instanceof JobReleased;
         const level = controller.signal.aborted ? 'warn' : 'error';
         log[level]({ err, job: job.id, queue: queueName, attempt: job.retryCount + 1 }, 'job failed');
-        await queue.fail(queueName, job.id, err).catch((failErr: unknown) => {
-          // The job stays active; pg-boss expires and retries it (the same as a crash).
-          log.error({ err: failErr, job: job.id }, 'could not record a job failure');
-        });
+        await settle(job, queueName, () =>
+          queue.fail(queueName, job.id, err, { ...(owner && { workerId: owner }), retryNow: released }),
+        );
       } finally {
-        clearTimeout(timer);
         running.delete(job.id);
       }
     })();
@@ -90,10 +129,16 @@ export function createJobRunner({ queue, handlers, sweep, log }: RunnerDeps) {
     await done;
   }
 
+  /** Stops running jobs without blaming them: each is failed for an immediate retry. */
+  function releaseAll(reason: string) {
+    for (const r of running.values()) r.controller.abort(new JobReleased(reason));
+  }
+
   return {
     events,
     runJob,
     running,
+    releaseAll,
 
     /**
      * Tests' `runJobs()`: sweeps due work, then fetches and runs jobs one at a time, queue by queue,
@@ -123,26 +168,37 @@ export function createJobRunner({ queue, handlers, sweep, log }: RunnerDeps) {
 
 export type JobRunner = ReturnType<typeof createJobRunner>;
 
-export interface WorkerDeps extends RunnerDeps {
-  queue: RunnerDeps['queue'] & Pick<JobQueue, 'listen' | 'specOf'>;
+export interface WorkerDeps extends Omit<RunnerDeps, 'workerId'> {
+  queue: RunnerDeps['queue'] & Pick<JobQueue, 'listen' | 'specOf' | 'register' | 'heartbeat' | 'reap'>;
   config: JobsConfig;
 }
 
 /**
  * Workers for every queue of the catalog: each queue has a loop that fetches up to its concurrency,
  * sleeps until a NOTIFY wakes it (a job was committed) or the poll interval passes, and a sweeper
- * enqueues due work. `stop()` drains: no new fetches, running jobs finish until the drain timeout,
- * and what is still running then is released (failed, so pg-boss retries it elsewhere).
+ * enqueues due work. The process holds a lease (jobs/leases.ts) that its fetches claim jobs under,
+ * so a killed worker's jobs are retried within seconds. No loop ends on a database error: each logs
+ * the outage once (jobs/outage.ts), backs off and resumes when the database answers again.
+ * `stop()` drains: no new fetches, running jobs finish until the drain timeout, and what is still
+ * running then is released (failed for an immediate retry elsewhere).
  */
 export function createWorker(deps: WorkerDeps) {
   const { queue, config, log } = deps;
-  const runner = createJobRunner(deps);
+  const outage = deps.outage ?? createOutage(log);
+  let runner: JobRunner;
+  const lease = createLease({
+    queue,
+    config,
+    log,
+    outage,
+    onLost: () => runner.releaseAll('this worker lost its lease; the job runs elsewhere'),
+  });
+  runner = createJobRunner({ ...deps, outage, workerId: () => lease.id });
   const sleepers = new Map<string, () => void>();
   const woken = new Set<string>();
   const loops: Promise<void>[] = [];
   let stopping = false;
-  let sweepTimer: NodeJS.Timeout | undefined;
-  let sweeping: Promise<unknown> | null = null;
+  let sweeping: Promise<void> | null = null;
   let unlisten: (() => Promise<void>) | null = null;
 
   function wake(name: string) {
@@ -170,75 +226,100 @@ export function createWorker(deps: WorkerDeps) {
     while (!stopping) {
       const free = concurrency - inflight.size;
       let fetched = 0;
+      let wait = config.pollIntervalMs;
       if (free > 0) {
-        const jobs = await queue.fetch(name, free).catch((err: unknown) => {
-          log.warn({ err, queue: name }, 'fetch failed');
-          return [];
-        });
-        fetched = jobs.length;
-        for (const job of jobs) {
-          const p: Promise<void> = runner.runJob(name, job).finally(() => inflight.delete(p));
-          inflight.add(p);
+        try {
+          const jobs = await queue.fetch(name, free, { workerId: lease.id });
+          outage.ok('fetch');
+          fetched = jobs.length;
+          for (const job of jobs) {
+            const p: Promise<void> = runner.runJob(name, job).finally(() => inflight.delete(p));
+            inflight.add(p);
+          }
+        } catch (err) {
+          wait = outage.failed(`fetch ${name}`, err);
         }
       }
       if (stopping) break;
       const full = inflight.size >= concurrency;
       // A full batch means more may be waiting: fetch again at once.
       if (fetched > 0 && fetched === free && !full) continue;
-      await sleep(name, config.pollIntervalMs, inflight, full);
+      await sleep(name, wait, inflight, full);
     }
   }
 
+  /** Sweeps due work now (one sweep at a time); rejects when this sweep fails. */
   async function sweepNow(): Promise<number> {
-    if (sweeping) await sweeping;
+    while (sweeping) await sweeping;
     const run = deps.sweep();
-    sweeping = run.finally(() => {
+    // The shared marker never rejects: only the caller of this sweep sees its error.
+    sweeping = run.then(
+      () => {},
+      () => {},
+    );
+    void sweeping.then(() => {
       sweeping = null;
     });
     return run;
+  }
+
+  const SWEEPER = '\0sweeper';
+  async function sweepLoop() {
+    while (!stopping) {
+      let wait = config.sweepIntervalMs;
+      try {
+        await sweepNow();
+        outage.ok('sweep');
+      } catch (err) {
+        wait = Math.max(wait, outage.failed('sweep', err));
+      }
+      if (stopping) break;
+      await sleep(SWEEPER, wait, new Set(), false);
+    }
   }
 
   return {
     runner,
     wake,
     sweepNow,
+    workerId: lease.id,
 
     async start() {
+      await lease.start();
       unlisten = await queue.listen(wake);
       for (const name of queue.queueNames()) {
         const spec = queue.specOf(name);
         loops.push(loop(name, spec?.concurrency ?? 1));
       }
-      sweepTimer = setInterval(() => {
-        sweepNow().catch((err: unknown) => log.warn({ err }, 'sweep failed'));
-      }, config.sweepIntervalMs);
-      sweepTimer.unref();
+      loops.push(sweepLoop());
     },
 
     /** Drains: stop fetching; running jobs get `drainMs` to finish, then are released for a retry. */
     async stop(drainMs = config.drainSeconds * 1000) {
       stopping = true;
-      clearInterval(sweepTimer);
       for (const wakeUp of sleepers.values()) wakeUp();
       await Promise.all(loops);
       await unlisten?.();
       await sweeping;
       const inflight = [...runner.running.values()];
-      if (inflight.length === 0) return;
-      log.info({ jobs: inflight.length, drainMs }, 'waiting for running jobs');
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), drainMs);
-      });
-      const finished = await Promise.race([
-        Promise.all(inflight.map((r) => r.done)).then(() => 'done' as const),
-        timeout,
-      ]);
-      clearTimeout(timer);
-      if (finished === 'done') return;
-      // Released: aborting fails each attempt (runJob), and pg-boss retries it in a live worker.
-      for (const r of runner.running.values()) r.controller.abort(new JobAborted('released on shutdown'));
-      await Promise.all([...runner.running.values()].map((r) => r.done));
+      if (inflight.length > 0) {
+        log.info({ jobs: inflight.length, drainMs }, 'waiting for running jobs');
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), drainMs);
+        });
+        const finished = await Promise.race([
+          Promise.all(inflight.map((r) => r.done)).then(() => 'done' as const),
+          timeout,
+        ]);
+        clearTimeout(timer);
+        if (finished !== 'done') {
+          // Released: each attempt is failed for an immediate retry in a live worker.
+          runner.releaseAll('released on shutdown');
+          await Promise.all([...runner.running.values()].map((r) => r.done));
+        }
+      }
+      await lease.stop();
     },
   };
 }

@@ -1,7 +1,7 @@
 import { and, count, desc, eq, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../db/client.js';
+import type { Page } from '../db/page.js';
 import { mailOutbox } from '../db/schema.js';
-import type { Page } from '../http/pagination.js';
 
 const projection = {
   id: mailOutbox.id,
@@ -67,4 +67,16 @@ export async function listMessages(db: Db, page: Page) {
     .limit(page.limit)
     .offset(page.offset);
   return { count: Number(total?.n ?? 0), rows };
+}
+
+export const ERASED_BODY = '(erased after delivery: this message held a one-time link)';
+
+/** A delivered (or abandoned) message that held a secret keeps its headers, not its bodies. */
+export async function eraseIfSensitive(db: Db, id: string) {
+  await db
+    .update(mailOutbox)
+    .set({ text_body: ERASED_BODY, html_body: ERASED_BODY })
+    .where(
+      and(eq(mailOutbox.id, id), eq(mailOutbox.sensitive, true), sql`${mailOutbox.status} <> 'pending'`),
+    );
 }

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
-import type { Page } from '../http/pagination.js';
+import type { Page } from '../db/page.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { Mailer } from './mailer.js';
 import * as repo from './outbox.repo.js';
@@ -13,6 +13,8 @@ export interface NewMessage {
   subject: string;
   text: string;
   html: string;
+  /** It holds a one-time secret (an invitation link): the bodies are erased once it is delivered. */
+  sensitive?: boolean;
 }
 
 export interface OutboxDeps {
@@ -39,6 +41,7 @@ export function createOutbox({ db, queue, mailer, clock }: OutboxDeps) {
           subject: m.subject,
           text_body: m.text,
           html_body: m.html,
+          sensitive: m.sensitive ?? false,
           created_at: clock.now(),
         })),
       );
@@ -72,11 +75,13 @@ export function createOutbox({ db, queue, mailer, clock }: OutboxDeps) {
         throw err;
       }
       await repo.settle(db, messageId, { status: 'sent', sent_at: clock.now() });
+      await repo.eraseIfSensitive(db, messageId);
     },
 
     /** Retries exhausted: the message stays listed, as failed with its last error. */
     async giveUp(messageId: string, error: string) {
       await repo.settle(db, messageId, { status: 'failed', last_error: error });
+      await repo.eraseIfSensitive(db, messageId);
     },
 
     list: (page: Page) => repo.listMessages(db, page),

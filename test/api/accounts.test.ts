@@ -19,11 +19,11 @@ describe('listAccounts and getAccount', () => {
     assert.equal(res.status, 200);
     assert.equal(res.body.count, 2);
     assert.deepEqual(res.body.results, [
-      { id: a.id, name: 'Alpha Co' },
-      { id: b.id, name: 'Beta Co' },
+      { id: a.id, name: 'Alpha Co', nickname: 'Alpha Co' },
+      { id: b.id, name: 'Beta Co', nickname: 'Beta Co' },
     ]);
     const page = await member.client.get('/v1/accounts?limit=1&offset=1');
-    assert.deepEqual(page.body.results, [{ id: b.id, name: 'Beta Co' }]);
+    assert.deepEqual(page.body.results, [{ id: b.id, name: 'Beta Co', nickname: 'Beta Co' }]);
     assert.equal(new URL(page.body.previous).searchParams.get('offset'), '0');
     assert.equal(page.body.next, null);
   });
@@ -33,7 +33,7 @@ describe('listAccounts and getAccount', () => {
     const other = await f.account();
     const mine = await w.owner.client.get(`/v1/accounts/${w.account.id}`);
     assert.equal(mine.status, 200);
-    assert.deepEqual(mine.body, { id: w.account.id, name: w.account.name });
+    assert.deepEqual(mine.body, { id: w.account.id, name: w.account.name, nickname: w.account.name });
     const foreign = await w.owner.client.get(`/v1/accounts/${other.id}`);
     assert.equal(foreign.status, 404);
     assert.deepEqual(foreign.body, { message: 'Not Found' });

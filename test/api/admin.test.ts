@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../../src/db/client.js';
+import { expectFieldError } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
 import { basic, buildTestApp, clientFor } from '../support/harness.js';
 
@@ -16,6 +17,12 @@ describe('admin accounts', () => {
     assert.equal(res.body.sites_enabled, true);
     assert.equal(res.body.preferred_data_center, null);
     assert.equal(res.body.plan, 'standard');
+  });
+
+  it('an id already taken is 400 value_unavailable, never a 500 (found by the fuzzer, seed 13)', async () => {
+    const first = await f.account();
+    const again = await t.admin.post('/admin/v1/accounts', { id: first.id, name: 'Twin' });
+    expectFieldError(again, 'id', 'value_unavailable');
   });
 
   it('validates the body with G7 errors', async () => {
@@ -37,8 +44,7 @@ describe('admin users, memberships and credentials', () => {
       last_name: 'Y',
       memberships: [{ account_id: acct.id, roles: 'admin' }],
     });
-    assert.equal(bad.status, 400);
-    assert.equal(bad.body.errors[0].field, 'memberships[0].roles');
+    expectFieldError(bad, 'memberships[0].roles');
     for (const roles of ['owner', 'full', 'full,billing', 'partial', 'partial,billing']) {
       const user = await t.admin.post('/admin/v1/users', {
         email: `${roles.replace(',', '-')}-${acct.id.slice(0, 8)}@example.test`,
@@ -60,8 +66,7 @@ describe('admin users, memberships and credentials', () => {
       last_name: 'Q',
       memberships: [{ account_id: w.account.id, roles: 'partial', install_ids: [other.install.id] }],
     });
-    assert.equal(foreign.status, 400);
-    assert.equal(foreign.body.errors[0].field, 'memberships[0].install_ids');
+    expectFieldError(foreign, 'memberships[0].install_ids');
     assert.match(foreign.body.message, new RegExp(other.install.id));
     const notPartial = await t.admin.post('/admin/v1/users', {
       email: `f-${w.account.id.slice(0, 8)}@example.test`,
@@ -84,8 +89,7 @@ describe('admin users, memberships and credentials', () => {
       first_name: 'A',
       last_name: 'B',
     });
-    assert.equal(second.status, 400);
-    assert.equal(second.body.errors[0].type, 'value_unavailable');
+    expectFieldError(second, 'email', 'value_unavailable');
   });
 
   it('issues a credential that works for Basic auth; the password is shown once and stored hashed', async () => {
@@ -139,6 +143,17 @@ describe('admin site and install flags', () => {
       status: 'active',
     });
     assert.equal(res.status, 404);
+  });
+  it('an empty PATCH (no known field) changes nothing and answers the record, never a 500 (found by the fuzzer, seed 13)', async () => {
+    const w = await f.world();
+    const site = await t.admin.patch(`/admin/v1/sites/${w.site.id}`, {});
+    assert.equal(site.status, 200, JSON.stringify(site.body));
+    assert.deepEqual(site.body, { id: w.site.id, sandbox: false, transferable: true });
+    const install = await t.admin.patch(`/admin/v1/installs/${w.install.id}`, { unknown: 1 });
+    assert.equal(install.status, 200, JSON.stringify(install.body));
+    assert.equal(install.body.id, w.install.id);
+    const missing = await t.admin.patch('/admin/v1/sites/00000000-0000-4000-8000-000000000000', {});
+    assert.equal(missing.status, 404);
   });
 });
 

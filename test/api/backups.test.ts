@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { JOBS } from '../../src/jobs/catalog.js';
+import { expectFieldError } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Json } from '../support/harness.js';
 import { mailOf, operationOf, operationPath, readyInstall, readyWorld } from '../support/jobs.js';
@@ -9,7 +10,7 @@ import { mailOf, operationOf, operationPath, readyInstall, readyWorld } from '..
 const t = await buildTestApp({ env: { JOB_EXPIRE_SECONDS: '1' } });
 const f = factories(t);
 const EMAILS = ['ops@example.test', 'owner@example.test'];
-const ATTEMPTS = JOBS['backup-create'].retryLimit + 1;
+const ATTEMPTS = JOBS.create_backup.retryLimit + 1;
 
 async function fault(operation: string, count: number, mode: 'fail' | 'hang' = 'fail') {
   const res = await t.admin.post('/admin/v1/faults', { operation, count, mode });
@@ -45,8 +46,7 @@ describe('createBackup', () => {
       description: 'x',
       notification_emails: ['not-an-address'],
     });
-    assert.equal(badEmail.status, 400);
-    assert.equal(badEmail.body.errors[0].field, 'notification_emails[0]');
+    expectFieldError(badEmail, 'notification_emails[0]');
   });
 
   it('B2 answers 202 with the Backup record (complete_time null, wordpress_version recorded) and the operation in Location', async () => {
@@ -151,8 +151,7 @@ describe('createBackup', () => {
       description: 'too early',
       notification_emails: [],
     });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].type, 'value_unavailable');
+    expectFieldError(res, 'install_id', 'value_unavailable');
     assert.match(res.body.message, /busy: it is still being provisioned/);
   });
 
@@ -208,8 +207,7 @@ describe('restoreBackup', () => {
     const w = await readyWorld(t, f);
     const backup = await completedBackup(w);
     const res = await w.owner.client.post(`/v1/installs/${w.install.id}/backups/${backup.id}/restore`, {});
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'notification_emails');
+    expectFieldError(res, 'notification_emails');
   });
 
   it('R1 R2 by default a checkpoint backup completes first, then the backup’s WordPress version is restored', async () => {
@@ -260,7 +258,8 @@ describe('restoreBackup', () => {
       await w.owner.client.post(`/v1/installs/${w.install.id}/usage/refresh_disk_usage`);
       await t.runJobs();
       const usage = await w.owner.client.get(`/v1/installs/${w.install.id}/usage`);
-      return usage.body.metrics.at(-1).storage_database_bytes;
+      // Most recent day first (getInstallUsageMetrics).
+      return usage.body.metrics[0].storage_database_bytes;
     };
     const backup = await completedBackup(w);
     const original = await dbBytes();
@@ -300,8 +299,7 @@ describe('restoreBackup', () => {
     const first = await w.owner.client.post(url, { notification_emails: [] });
     assert.equal(first.status, 202);
     const second = await w.owner.client.post(url, { notification_emails: [] });
-    assert.equal(second.status, 400);
-    assert.equal(second.body.errors[0].type, 'value_unavailable');
+    expectFieldError(second, 'install_id', 'value_unavailable');
     assert.match(
       second.body.message,
       new RegExp(`busy: a restore is in progress \\(operation ${first.body.id}\\)`),

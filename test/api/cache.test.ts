@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { expectFieldError } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp } from '../support/harness.js';
 import { operationOf, readyWorld } from '../support/jobs.js';
@@ -44,9 +45,7 @@ describe('purgeCache', () => {
     const w = await readyWorld(t, f);
     for (const body of [{}, { type: 'disk' }]) {
       const res = await w.owner.client.post(`/v1/installs/${w.install.id}/purge_cache`, body);
-      assert.equal(res.status, 400);
-      assert.equal(res.body.errors[0].field, 'type');
-      assert.equal(res.body.errors[0].resource, 'cache');
+      assert.equal(expectFieldError(res, 'type').resource, 'cache');
     }
   });
 

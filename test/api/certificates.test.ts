@@ -54,18 +54,32 @@ describe('importThirdPartySSLCertificate', () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const x509 = new X509Certificate(leaf.certPem);
     assert.deepEqual(Object.keys(res.body).sort(), [
+      'approved_time',
+      'auto_renew',
+      'cert_source',
       'certificate',
+      'common_name',
       'created_at',
       'domains',
+      'expires_time',
       'fingerprint',
-      'id',
       'install_id',
       'issuer',
       'not_after',
       'not_before',
       'serial',
+      'serial_number',
+      'status',
       'subject',
+      'uuid',
+      'wildcard',
     ]);
+    assert.equal(res.body.cert_source, 'THIRD_PARTY');
+    assert.equal(res.body.status, 'ENABLED');
+    assert.equal(res.body.common_name, name);
+    assert.equal(res.body.wildcard, false);
+    assert.equal(res.body.serial_number, res.body.serial);
+    assert.equal(res.body.expires_time, res.body.not_after);
     assert.equal(res.body.install_id, w.install.id);
     assert.deepEqual(res.body.domains, [name]);
     assert.equal(res.body.issuer, 'CN=Hostplane Test Intermediate CA');
@@ -84,7 +98,7 @@ describe('importThirdPartySSLCertificate', () => {
     const { good, leaf, post } = await setup();
     const res = await post(good);
     assert.equal(res.status, 200);
-    const [row] = await t.database.db.select().from(certificates).where(eq(certificates.id, res.body.id));
+    const [row] = await t.database.db.select().from(certificates).where(eq(certificates.id, res.body.uuid));
     assert.ok(row);
     const whole = JSON.stringify(row);
     assert.ok(!whole.includes('PRIVATE KEY'));
@@ -248,7 +262,11 @@ describe('importThirdPartySSLCertificate', () => {
       codes.add(code);
     }
     assert.equal(codes.size, new Set(cases.map((c) => c[3])).size);
-    assert.equal((await w.owner.client.get(listUrl(w.install.id))).body.count, 0, 'nothing was stored');
+    assert.deepEqual(
+      (await w.owner.client.get(listUrl(w.install.id))).body.certificates,
+      [],
+      'nothing was stored',
+    );
   });
 
   it('L2 validity follows the injected clock: the same certificate is refused once the clock passes not_after', async () => {
@@ -289,7 +307,8 @@ describe('importThirdPartySSLCertificate', () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(res.body.domains, [`www.${base}`, `*.${base}`]);
     const got = await w.owner.client.get(domainCertUrl(w.install.id, www.id));
-    assert.equal(got.body.id, res.body.id);
+    assert.equal(got.body.certificate.uuid, res.body.uuid);
+    assert.equal(res.body.wildcard, true);
   });
 
   it('a replaced certificate is deleted with its sealed key; a narrower import keeps the wider one', async () => {
@@ -306,7 +325,7 @@ describe('importThirdPartySSLCertificate', () => {
       .where(eq(certificates.install_id, w.install.id));
     assert.deepEqual(
       rows.map((r) => r.id),
-      [wide.body.id],
+      [wide.body.uuid],
       'the first certificate (and its key) is gone',
     );
     const narrowLeaf = pki.leaf({ names: [`www.${name}`] });
@@ -314,15 +333,18 @@ describe('importThirdPartySSLCertificate', () => {
     assert.equal(narrow.status, 200);
     const list = await w.owner.client.get(listUrl(w.install.id));
     assert.deepEqual(
-      list.body.results.map((c: Json) => c.id),
-      [wide.body.id, narrow.body.id],
+      list.body.certificates.map((c: Json) => c.uuid),
+      [wide.body.uuid, narrow.body.uuid],
     );
-    assert.equal((await w.owner.client.get(domainCertUrl(w.install.id, www.id))).body.id, narrow.body.id);
+    assert.equal(
+      (await w.owner.client.get(domainCertUrl(w.install.id, www.id))).body.certificate.uuid,
+      narrow.body.uuid,
+    );
   });
 });
 
 describe('getInstallCertificates and getDomainCertificate', () => {
-  it('lists the certificates of an install in the G6 envelope', async () => {
+  it('lists the certificates of an install as {certificates, next_page_token} (the platform shape)', async () => {
     const { w, name, good, post } = await setup();
     await post(good);
     const second = await addDomain(w.owner.client, w.install.id, uniqueDomain());
@@ -330,9 +352,14 @@ describe('getInstallCertificates and getDomainCertificate', () => {
     await post(body(chainOf(leaf2, pki.intermediate, pki.root), leaf2.keyPem));
     const page = await w.owner.client.get(`${listUrl(w.install.id)}?limit=1`);
     assert.equal(page.status, 200);
-    assert.equal(page.body.count, 2);
-    assert.deepEqual(page.body.results[0].domains, [name]);
-    assert.equal(new URL(page.body.next).searchParams.get('offset'), '1');
+    assert.equal(page.body.certificates.length, 1);
+    assert.deepEqual(page.body.certificates[0].domains, [name]);
+    assert.equal(page.body.next_page_token, '1');
+    const last = await w.owner.client.get(
+      `${listUrl(w.install.id)}?limit=1&offset=${page.body.next_page_token}`,
+    );
+    assert.equal(last.body.certificates.length, 1);
+    assert.equal('next_page_token' in last.body, false, 'no token on the last page');
     assert.equal((await w.owner.client.get(`${listUrl(w.install.id)}?offset=-1`)).status, 400);
   });
 
@@ -342,7 +369,11 @@ describe('getInstallCertificates and getDomainCertificate', () => {
     const imported = await post(good);
     const res = await w.owner.client.get(domainCertUrl(w.install.id, domain.id));
     assert.equal(res.status, 200);
-    assert.deepEqual(res.body, imported.body);
+    assert.deepEqual(res.body, {
+      cert_name: imported.body.common_name,
+      cert_info: { cert: imported.body.certificate },
+      certificate: imported.body,
+    });
     const uncovered = await addDomain(w.owner.client, w.install.id, uniqueDomain());
     assert.equal((await w.owner.client.get(domainCertUrl(w.install.id, uncovered.id))).status, 404);
     const sslStatus = async (id: string) =>
@@ -404,10 +435,10 @@ describe('authorization of the certificate routes (G2, G4, A2)', () => {
     ]);
     const imported = await partial.client.post(importUrl(w.install.id), good);
     assert.equal(imported.status, 200);
-    assert.equal((await partial.client.get(listUrl(w.install.id))).body.count, 1);
+    assert.equal((await partial.client.get(listUrl(w.install.id))).body.certificates.length, 1);
     assert.equal(
-      (await partial.client.get(domainCertUrl(w.install.id, domain.id))).body.id,
-      imported.body.id,
+      (await partial.client.get(domainCertUrl(w.install.id, domain.id))).body.certificate.uuid,
+      imported.body.uuid,
     );
   });
 });

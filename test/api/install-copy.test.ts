@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { simulatedInstalls } from '../../src/db/schema.js';
 import { JOBS } from '../../src/jobs/catalog.js';
+import { expectFieldError } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Json } from '../support/harness.js';
 import { mailOf, operationOf, readyInstall, readyWorld } from '../support/jobs.js';
@@ -87,9 +88,7 @@ describe('copyInstall', () => {
       destination_environment_id: destination.id,
       custom_options: { include_db: false, db_tables: ['wp_options'] },
     });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'custom_options.db_tables');
-    assert.equal(res.body.errors[0].type, 'invalid_value');
+    expectFieldError(res, 'custom_options.db_tables', 'invalid_value');
     const nothing = await copy(w, {
       source_environment_id: source.id,
       destination_environment_id: destination.id,
@@ -109,28 +108,24 @@ describe('copyInstall', () => {
       source_environment_id: a.install.id,
       destination_environment_id: b.install.id,
     });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'destination_environment_id');
+    expectFieldError(res, 'destination_environment_id');
     assert.match(res.body.message, /both must be on one account/);
     const same = await copy(a, {
       source_environment_id: a.install.id,
       destination_environment_id: a.install.id,
     });
-    assert.equal(same.status, 400);
-    assert.equal(same.body.errors[0].field, 'destination_environment_id');
+    expectFieldError(same, 'destination_environment_id');
   });
 
   it('G7 a missing or malformed id is a 400 naming the field', async () => {
     const { w, destination } = await twoInstalls();
     const missing = await copy(w, { destination_environment_id: destination.id });
-    assert.equal(missing.status, 400);
-    assert.equal(missing.body.errors[0].field, 'source_environment_id');
+    expectFieldError(missing, 'source_environment_id');
     const malformed = await copy(w, {
       source_environment_id: 'x',
       destination_environment_id: destination.id,
     });
-    assert.equal(malformed.status, 400);
-    assert.equal(malformed.body.errors[0].field, 'source_environment_id');
+    expectFieldError(malformed, 'source_environment_id');
     const unknown = await copy(w, {
       source_environment_id: '00000000-0000-4000-8000-000000000000',
       destination_environment_id: destination.id,
@@ -149,10 +144,7 @@ describe('copyInstall', () => {
       source_environment_id: source.id,
       destination_environment_id: destination.id,
     });
-    assert.equal(again.status, 400);
-    assert.equal(again.body.errors[0].field, 'destination_environment_id');
-    assert.equal(again.body.errors[0].type, 'value_unavailable');
-    assert.equal(again.body.errors[0].code, 'install_busy');
+    expectFieldError(again, 'destination_environment_id', 'value_unavailable', 'install_busy');
     assert.equal(
       again.body.message,
       `Install ${destination.name} is busy: a copy from install ${source.name} is being written to it (operation ${first.body.id})`,
@@ -184,7 +176,7 @@ describe('copyInstall', () => {
     const before = await platform(destination.id);
     await t.admin.post('/admin/v1/faults', {
       operation: 'copy',
-      count: JOBS['install-copy'].retryLimit + 1,
+      count: JOBS.copy_install.retryLimit + 1,
       mode: 'fail',
     });
     const res = await copy(w, {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { expectFieldError } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, uniqueName } from '../support/harness.js';
 
@@ -51,10 +52,7 @@ describe('createInstall', () => {
         site_id: w.site.id,
         environment: 'staging',
       });
-      assert.equal(res.status, 400);
-      const error = res.body.errors.find((e: { field: string }) => e.field === 'name');
-      assert.equal(error.type, 'invalid_value');
-      assert.equal(error.resource, 'install');
+      assert.equal(expectFieldError(res, 'name', 'invalid_value').resource, 'install');
     });
   }
 
@@ -83,9 +81,7 @@ describe('createInstall', () => {
       site_id: other.site.id,
       environment: 'staging',
     });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'name');
-    assert.equal(res.body.errors[0].type, 'value_unavailable');
+    expectFieldError(res, 'name', 'value_unavailable');
   });
 
   it('I2 two concurrent creates of one name: exactly one wins, the other gets value_unavailable', async () => {
@@ -114,23 +110,20 @@ describe('createInstall', () => {
       account_id: w.account.id,
       environment: 'staging',
     });
-    assert.equal(noSite.status, 400);
-    assert.equal(noSite.body.errors[0].field, 'site_id');
+    expectFieldError(noSite, 'site_id');
     const noEnv = await w.owner.client.post('/v1/installs', {
       name: uniqueName(),
       account_id: w.account.id,
       site_id: w.site.id,
     });
-    assert.equal(noEnv.status, 400);
-    assert.equal(noEnv.body.errors[0].field, 'environment');
+    expectFieldError(noEnv, 'environment');
     const nullEnv = await w.owner.client.post('/v1/installs', {
       name: uniqueName(),
       account_id: w.account.id,
       site_id: w.site.id,
       environment: null,
     });
-    assert.equal(nullEnv.status, 400);
-    assert.equal(nullEnv.body.errors[0].field, 'environment');
+    expectFieldError(nullEnv, 'environment');
   });
 
   it('I3 accounts without sites enabled create installs without site or environment', async () => {
@@ -145,8 +138,7 @@ describe('createInstall', () => {
       account_id: acct.id,
       environment: 'production',
     });
-    assert.equal(withSite.status, 400);
-    assert.equal(withSite.body.errors[0].field, 'environment');
+    expectFieldError(withSite, 'environment');
   });
 
   it('I4 a site holds at most one install per environment', async () => {
@@ -157,9 +149,7 @@ describe('createInstall', () => {
       site_id: w.site.id,
       environment: 'production',
     });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'environment');
-    assert.equal(res.body.errors[0].type, 'value_unavailable');
+    expectFieldError(res, 'environment', 'value_unavailable');
     assert.match(res.body.message, new RegExp(w.install.name));
   });
 
@@ -187,16 +177,14 @@ describe('createInstall', () => {
       site_id: other.site.id,
       environment: 'staging',
     });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'site_id');
+    expectFieldError(res, 'site_id');
     const missing = await w.owner.client.post('/v1/installs', {
       name: uniqueName(),
       account_id: w.account.id,
       site_id: '00000000-0000-4000-8000-000000000000',
       environment: 'staging',
     });
-    assert.equal(missing.status, 400);
-    assert.equal(missing.body.errors[0].field, 'site_id');
+    expectFieldError(missing, 'site_id');
   });
 
   it('rejects an unknown environment value', async () => {
@@ -207,8 +195,7 @@ describe('createInstall', () => {
       site_id: w.site.id,
       environment: 'qa',
     });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'environment');
+    expectFieldError(res, 'environment');
   });
 });
 
@@ -219,7 +206,7 @@ describe('getInstall and listInstalls', () => {
     assert.equal(one.status, 200);
     assert.deepEqual(
       Object.keys(one.body).sort(),
-      [...LIST_FIELDS, 'defer_wordpress_upgrades_until', 'wp_version'].sort(),
+      [...LIST_FIELDS, 'defer_wordpress_upgrades_until', 'maintenance_mode', 'wp_version'].sort(),
     );
     assert.equal(typeof one.body.wp_version, 'string');
     assert.equal(one.body.defer_wordpress_upgrades_until, null);
@@ -265,8 +252,7 @@ describe('getInstall and listInstalls', () => {
     const refused = await t.admin.patch(`/admin/v1/installs/${basic.install.id}`, {
       stable_ips: ['192.0.2.10'],
     });
-    assert.equal(refused.status, 400);
-    assert.equal(refused.body.errors[0].field, 'stable_ips');
+    expectFieldError(refused, 'stable_ips');
     const premium = await f.world({ plan: 'premium' });
     const set = await t.admin.patch(`/admin/v1/installs/${premium.install.id}`, {
       stable_ips: ['192.0.2.10', '192.0.2.11'],
@@ -304,8 +290,7 @@ describe('getInstall and listInstalls', () => {
     assert.equal(missing.status, 404);
     assert.deepEqual(missing.body, { message: 'Not Found' });
     const malformed = await w.owner.client.get('/v1/installs/not-a-uuid');
-    assert.equal(malformed.status, 400);
-    assert.equal(malformed.body.errors[0].field, 'install_id');
+    expectFieldError(malformed, 'install_id');
   });
 });
 
@@ -324,8 +309,7 @@ describe('updateInstall', () => {
     const target = await f.site(w.owner.client, w.account.id);
     const occupant = await f.install(w.owner.client, w.account.id, target.id, 'production');
     const clash = await w.owner.client.patch(`/v1/installs/${w.install.id}`, { site_id: target.id });
-    assert.equal(clash.status, 400);
-    assert.equal(clash.body.errors[0].type, 'value_unavailable');
+    expectFieldError(clash, 'environment', 'value_unavailable');
     assert.match(clash.body.message, new RegExp(occupant.name));
     const moved = await w.owner.client.patch(`/v1/installs/${w.install.id}`, {
       site_id: target.id,
@@ -342,8 +326,7 @@ describe('updateInstall', () => {
     const w = await f.world();
     const other = await f.world();
     const res = await w.owner.client.patch(`/v1/installs/${w.install.id}`, { site_id: other.site.id });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'site_id');
+    expectFieldError(res, 'site_id');
   });
 
   it('I6 an install may stay in place with the same environment (no self-conflict)', async () => {

@@ -37,7 +37,7 @@ function routes(s: Awaited<ReturnType<typeof scene>>): Route[] {
     { operationId: 'listInstallOperations', method: 'GET', url: `/v1/installs/${i}/operations`, ok: 200 },
     { operationId: 'listBackups', method: 'GET', url: `/v1/installs/${i}/backups`, ok: 200 },
     { operationId: 'showBackup', method: 'GET', url: `/v1/installs/${i}/backups/${s.backupId}`, ok: 200 },
-    { operationId: 'getInstallUsage', method: 'GET', url: `/v1/installs/${i}/usage`, ok: 200 },
+    { operationId: 'getInstallUsageMetrics', method: 'GET', url: `/v1/installs/${i}/usage`, ok: 200 },
     {
       operationId: 'createBackup',
       method: 'POST',

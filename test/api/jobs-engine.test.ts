@@ -145,7 +145,25 @@ describe('workers', () => {
     drainSeconds: 5,
     expireSeconds: null,
     retryDelaySeconds: null,
+    heartbeatSeconds: 3,
+    leaseSeconds: 10,
   };
+
+  /** A started worker whose mail handler runs `run`, once it has begun one mail job (its id). */
+  async function workerRunningMail(run: JobHandler<{ message_id: string }>['run']) {
+    const worker = createWorker({
+      queue: t.queue,
+      handlers: handlersWith({ run }),
+      sweep: async () => 0,
+      log: silent,
+      config: workerConfig,
+    });
+    await worker.start();
+    const started = once(worker.runner.events, JOB_STARTED);
+    const id = await enqueueMail();
+    await started;
+    return { worker, id };
+  }
 
   it('G10 a committed job wakes an idle worker at once (NOTIFY), not after the 60 s poll', async () => {
     const ran: string[] = [];
@@ -171,39 +189,17 @@ describe('workers', () => {
 
   it('G10 stop() drains: a running job finishes and is completed before stop resolves', async () => {
     let finished = false;
-    const worker = createWorker({
-      queue: t.queue,
-      handlers: handlersWith({
-        run: async () => {
-          await new Promise((r) => setTimeout(r, 300));
-          finished = true;
-        },
-      }),
-      sweep: async () => 0,
-      log: silent,
-      config: workerConfig,
+    const { worker, id } = await workerRunningMail(async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      finished = true;
     });
-    await worker.start();
-    const started = once(worker.runner.events, JOB_STARTED);
-    const id = await enqueueMail();
-    await started;
     await worker.stop();
     assert.equal(finished, true);
     assert.equal((await t.queue.jobState('mail-deliver', id ?? ''))?.state, 'completed');
   });
 
   it('G10 stop() releases a job still running at the drain timeout: failed for a retry, not lost', async () => {
-    const worker = createWorker({
-      queue: t.queue,
-      handlers: handlersWith({ run: (_p, ctx) => once(ctx.signal, 'abort').then(() => {}) }),
-      sweep: async () => 0,
-      log: silent,
-      config: workerConfig,
-    });
-    await worker.start();
-    const started = once(worker.runner.events, JOB_STARTED);
-    const id = await enqueueMail();
-    await started;
+    const { worker, id } = await workerRunningMail((_p, ctx) => once(ctx.signal, 'abort').then(() => {}));
     await worker.stop(100);
     assert.equal((await t.queue.jobState('mail-deliver', id ?? ''))?.state, 'retry');
     // The released job is still there for the next worker.

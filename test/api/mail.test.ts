@@ -70,9 +70,9 @@ describe('mail delivery through SMTP_URL (C6, B3, R3)', () => {
     const w = await readyWorld(t, f);
     const res = await backupWithMail(w, ['retry@example.test']);
     // Run the backup but not the mail job yet: the mail job is queued in the same transaction.
-    const [backupJob] = await t.queue.fetch('backup-create', 1);
+    const [backupJob] = await t.queue.fetch('create_backup', 1);
     assert.ok(backupJob);
-    await t.runner.runJob('backup-create', backupJob);
+    await t.runner.runJob('create_backup', backupJob);
     smtp.refuseNext(1);
     const before = smtp.received.length;
     const [first] = await t.queue.fetch('mail-deliver', 1);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { expectFieldError } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, clientFor, startApp } from '../support/harness.js';
 
@@ -191,8 +192,7 @@ describe('createSite', () => {
     const w = await f.world();
     for (const name of ['x'.repeat(101), '   ', '']) {
       const res = await w.owner.client.post('/v1/sites', { name, account_id: w.account.id });
-      assert.equal(res.status, 400, name);
-      assert.equal(res.body.errors[0].field, 'name');
+      expectFieldError(res, 'name');
     }
   });
 
@@ -200,9 +200,7 @@ describe('createSite', () => {
     const w = await f.world();
     const other = await f.account();
     const res = await w.owner.client.post('/v1/sites', { name: 'X', account_id: other.id });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].type, 'access_error');
-    assert.equal(res.body.errors[0].field, 'account_id');
+    expectFieldError(res, 'account_id', 'access_error');
   });
 
   it('S4 sandbox and transferable are set by operators only; unknown body fields are ignored', async () => {
@@ -230,8 +228,7 @@ describe('createSite', () => {
     const acct = await f.account({ sites_enabled: false });
     const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
     const res = await owner.client.post('/v1/sites', { name: 'X', account_id: acct.id });
-    assert.equal(res.status, 400);
-    assert.equal(res.body.errors[0].field, 'account_id');
+    expectFieldError(res, 'account_id');
   });
 });
 

@@ -47,3 +47,24 @@ export function rateLimitHeaders(res: Res): { limit: number; remaining: number; 
     reset: read('ratelimit-reset'),
   };
 }
+
+export interface FieldError {
+  resource: string;
+  field: string;
+  type: string;
+  code: string;
+  message: string;
+}
+
+/**
+ * G7/G8: a 400 in the documented error shape whose `errors` has an entry on `field` (of `type` and
+ * `code` when given). Answers that entry for further checks (its message, its resource).
+ */
+export function expectFieldError(res: Res, field: string, type?: string, code?: string): FieldError {
+  assertErrorBody(res, 400);
+  const entry: FieldError | undefined = res.body.errors.find((e: FieldError) => e.field === field);
+  assert.ok(entry, `no error on ${field}: ${res.raw.body}`);
+  if (type !== undefined) assert.equal(entry.type, type, res.raw.body);
+  if (code !== undefined) assert.equal(entry.code, code, res.raw.body);
+  return entry;
+}

@@ -4,10 +4,13 @@ import dns2 from 'dns2';
 
 const { Packet } = dns2;
 
-/** What the server answers for one name (TXT questions; other types get an empty answer). */
+/** What the server answers for one name (types without records get an empty answer: NODATA). */
 export type DnsAnswer =
-  /** TXT records; a record is one string or several character-strings (each at most 255 bytes). */
-  | { txt: (string | string[])[] }
+  /**
+   * Records by type. TXT: a record is one string or several character-strings (each at most 255
+   * bytes). A name with a `cname` answers A/AAAA questions with the CNAME and the target's records.
+   */
+  | { txt?: (string | string[])[]; a?: string[]; aaaa?: string[]; cname?: string }
   /** An error response code. */
   | { rcode: 'NXDOMAIN' | 'SERVFAIL' | 'REFUSED' }
   /** Never answers: the client times out. */
@@ -45,15 +48,38 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     if ('hang' in answer) return;
     if ('rcode' in answer) {
       response.header.rcode = RCODES[answer.rcode];
-    } else if (question?.type === Packet.TYPE.TXT) {
-      for (const data of answer.txt) {
-        const record = new Packet.Resource(question.name, Packet.TYPE.TXT, Packet.CLASS.IN, 60);
-        record.data = data;
-        response.answers.push(record);
-      }
+    } else if (question) {
+      response.answers.push(...records(question.name, question.type, answer));
     }
     send(response).catch(() => {});
   };
+
+  type Records = Exclude<DnsAnswer, { rcode: unknown } | { hang: true }>;
+  function records(name: string, type: number, answer: Records): InstanceType<typeof Packet.Resource>[] {
+    const make = (t: number, fill: (r: Record<string, unknown>) => void) => {
+      const record = new Packet.Resource(name, t, Packet.CLASS.IN, 60);
+      fill(record as unknown as Record<string, unknown>);
+      return record as unknown as InstanceType<typeof Packet.Resource>;
+    };
+    if (type === Packet.TYPE.TXT) return (answer.txt ?? []).map((data) => make(type, (r) => (r.data = data)));
+    if (type === Packet.TYPE.CNAME && answer.cname) return [make(type, (r) => (r.domain = answer.cname))];
+    if (type !== Packet.TYPE.A && type !== Packet.TYPE.AAAA) return [];
+    const key = type === Packet.TYPE.A ? 'a' : 'aaaa';
+    if (answer.cname) {
+      const target = answers.get(answer.cname.toLowerCase());
+      const followed = target && !('rcode' in target) && !('hang' in target) ? (target[key] ?? []) : [];
+      return [
+        make(Packet.TYPE.CNAME, (r) => (r.domain = answer.cname)),
+        ...followed.map((address) =>
+          Object.assign(
+            make(type, (r) => (r.address = address)),
+            { name: answer.cname },
+          ),
+        ),
+      ];
+    }
+    return (answer[key] ?? []).map((address) => make(type, (r) => (r.address = address)));
+  }
 
   // UDP first on port 0, then TCP on the same port (resolvers fall back to TCP on the same port).
   for (let attempt = 0; attempt < 10; attempt++) {

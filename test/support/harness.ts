@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { after } from 'node:test';
-import type { LightMyRequestResponse } from 'fastify';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import { type App, buildApp } from '../../src/app.js';
 import { createManualClock, type ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/client.js';
-import { createJobHandlers } from '../../src/jobs/catalog.js';
 import { createJobQueue, type JobQueue } from '../../src/jobs/queue.js';
 import { createJobRunner, type JobRunner } from '../../src/jobs/worker.js';
 import type { Mailer } from '../../src/mail/mailer.js';
 import { loggerOptions } from '../../src/main.js';
 import { cloneDatabase } from './databases.js';
+import { checkWire } from './wire.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are arbitrary JSON, asserted field by field.
 export type Json = any;
@@ -41,7 +41,7 @@ export const testClock = (start = new Date()): ManualClock => createManualClock(
 
 /** Every simulated operation takes no time unless a test sets SIMULATED_DURATIONS itself. */
 export const INSTANT_DURATIONS =
-  'provision=0,copy=0,backup=0,restore=0,measure_disk=0,purge_cache=0,move_site=0';
+  'provision=0,copy=0,backup=0,restore=0,measure_disk=0,purge_cache=0,move_site=0,issue_certificate=0';
 
 function toRes(raw: LightMyRequestResponse): Res {
   let body: Json = null;
@@ -129,6 +129,29 @@ export interface TestAppOptions {
 }
 
 /**
+ * Wire conformance (issue 13): every response of `app.inject` (so of every client of the harness) is
+ * validated against the reference document's schema of its operation and status; a drift throws in
+ * the test that made the request (test/support/wire.ts).
+ */
+function checkResponsesAgainstReference(app: App) {
+  const inject = app.inject.bind(app);
+  const checked = async (options: InjectOptions | string) => {
+    const res = await inject(options);
+    const { method = 'GET', url = '/' } =
+      typeof options === 'string' ? { url: options } : { method: options.method, url: options.url };
+    checkWire(
+      app.routes,
+      String(method),
+      typeof url === 'string' ? url : String(url),
+      res.statusCode,
+      res.body,
+    );
+    return res;
+  };
+  app.inject = checked as App['inject'];
+}
+
+/**
  * Builds and readies an app, with its job queue, on a database the caller owns (a test file's clone,
  * or the same database opened another way, e.g. through a TCP proxy). The caller closes it;
  * {@link buildTestApp} does so. Defaults: manual clock, faults on, instant simulated durations.
@@ -162,6 +185,7 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     queue,
     ...(options.mailer && { mailer: options.mailer }),
   });
+  checkResponsesAgainstReference(app);
   await app.ready();
   const jobLog: StartedApp['jobLog'] = [];
   const record = (level: string) => (obj: object, msg: string) => {
@@ -169,7 +193,7 @@ export async function startApp(database: Database, options: TestAppOptions = {})
   };
   const runner = createJobRunner({
     queue,
-    handlers: createJobHandlers(app.services),
+    handlers: app.services.jobHandlers,
     sweep: app.services.due.sweep,
     log: { info: record('info'), warn: record('warn'), error: record('error') },
   });

@@ -4,7 +4,8 @@ import { type Action, ROLES, type Role } from '../../src/auth/access.js';
 import { MESSAGES } from '../../src/errors.js';
 import { addDomain, uniqueDomain } from './domains.js';
 import type { factories, Member } from './factories.js';
-import type { Json, Method, Res } from './harness.js';
+import type { Json, Method, Res, TestApp } from './harness.js';
+import { testSshKey } from './ssh-keys.js';
 
 /**
  * The security table: every route the app registers, with who may call it (design.md, "The contract
@@ -18,7 +19,7 @@ export type Factories = ReturnType<typeof factories>;
 export const ALL_ROLES: readonly Role[] = ROLES;
 /** Site and install creation, change and deletion: every role but the partial ones. */
 export const NOT_PARTIAL: readonly Role[] = ['owner', 'full', 'full,billing'];
-/** Billing actions (site transfers, A3/T1/T2): owner and full,billing only. No route uses it yet. */
+/** Billing actions (site transfers, A3/T1/T2): owner and full,billing only. */
 export const BILLING: readonly Role[] = ['owner', 'full,billing'];
 export const PARTIAL_ROLES: readonly Role[] = ROLES.filter((r) => r.startsWith('partial'));
 
@@ -40,8 +41,22 @@ export interface World {
     /** A domain of installV (visible to every member), of installH1 (hidden from partial members). */
     domainV: Json;
     domainH: Json;
+    /** A report schedule and a generated report of siteV (visible) and of siteH (hidden from partial members). */
+    scheduleV: Json;
+    scheduleH: Json;
+    reportV: Json;
+    reportH: Json;
   };
-  b: { account: Json; owner: Member; site: Json; install: Json; domain: Json };
+  b: {
+    account: Json;
+    owner: Member;
+    site: Json;
+    install: Json;
+    domain: Json;
+    sshKey: Json;
+    schedule: Json;
+    report: Json;
+  };
   /** A valid credential of a user who belongs to no account. */
   stranger: Member;
   /** Partial member of A with no install_ids: sees nothing. */
@@ -54,9 +69,43 @@ export interface World {
   freshInstall(): Promise<Json>;
   /** A new domain of installV. */
   freshDomain(): Promise<Json>;
+  /** A new report schedule of siteV. */
+  freshSchedule(): Promise<Json>;
+  /** A new partial member of A (installV), to change or remove. */
+  freshAccountUser(): Promise<Member>;
+  /** A new SSH key of `member` (keys belong to users, not accounts). */
+  freshSshKey(member: Member): Promise<Json>;
 }
 
-export async function buildWorld(f: Factories): Promise<World> {
+/** Registers a freshly generated SSH key for `member`. */
+export async function addSshKey(member: Member): Promise<Json> {
+  const res = await member.client.post('/v1/ssh_keys', { public_key: testSshKey('ed25519').line });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body;
+}
+
+/** A report schedule of a site, due at `runAt` (P1 answers only a message: found by its title). */
+async function reportSchedule(member: Member, siteId: string, runAt: Date): Promise<Json> {
+  const title = `Security ${randomUUID()}`;
+  const res = await member.client.post('/v1/site_reports/schedules', {
+    site_id: siteId,
+    title,
+    recipients: [{ email: 'security@example.test' }],
+    next_scheduled_date: runAt.toISOString(),
+  });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const list = await member.client.get(`/v1/site_reports/schedules?site_id=${siteId}`);
+  return list.body.schedules.find((s: Json) => s.title === title);
+}
+
+async function latestReport(member: Member, siteId: string): Promise<Json> {
+  const res = await member.client.get(`/v1/site_reports?site_id=${siteId}`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.ok(res.body.reports[0], `a report of site ${siteId}`);
+  return res.body.reports[0];
+}
+
+export async function buildWorld(f: Factories, t: Pick<TestApp, 'clock' | 'runJobs'>): Promise<World> {
   const accountA = await f.account();
   const ownerA = await f.user([{ account_id: accountA.id, roles: 'owner' }]);
   const siteV = await f.site(ownerA.client, accountA.id, 'Visible');
@@ -83,6 +132,7 @@ export async function buildWorld(f: Factories): Promise<World> {
   const domainV = await addDomain(ownerA.client, installV.id, uniqueDomain('v'));
   const domainH = await addDomain(ownerA.client, installH1.id, uniqueDomain('h'));
   const domainB = await addDomain(ownerB.client, installB.id, uniqueDomain('b'));
+  const sshKeyB = await addSshKey(ownerB);
 
   const stranger = await f.user([]);
   const partialNone = await f.user([{ account_id: accountA.id, roles: 'partial', install_ids: [] }]);
@@ -91,16 +141,56 @@ export async function buildWorld(f: Factories): Promise<World> {
     { account_id: accountB.id, roles: 'owner' },
   ]);
 
+  // Site reports: a schedule per site, run once (the clock moves an hour) so each has a report.
+  const runAt = new Date(t.clock.now().getTime() + 3600_000);
+  const scheduleV = await reportSchedule(ownerA, siteV.id, runAt);
+  const scheduleH = await reportSchedule(ownerA, siteH.id, runAt);
+  const scheduleB = await reportSchedule(ownerB, siteB.id, runAt);
+  t.clock.advance(3600_000);
+  await t.runJobs();
+  const reports = {
+    reportV: await latestReport(ownerA, siteV.id),
+    reportH: await latestReport(ownerA, siteH.id),
+    reportB: await latestReport(ownerB, siteB.id),
+  };
+
   const freshSite = () => f.site(ownerA.client, accountA.id);
   return {
-    a: { account: accountA, members, siteV, siteH, installV, installH1, installH2, domainV, domainH },
-    b: { account: accountB, owner: ownerB, site: siteB, install: installB, domain: domainB },
+    a: {
+      account: accountA,
+      members,
+      siteV,
+      siteH,
+      installV,
+      installH1,
+      installH2,
+      domainV,
+      domainH,
+      scheduleV,
+      scheduleH,
+      reportV: reports.reportV,
+      reportH: reports.reportH,
+    },
+    b: {
+      account: accountB,
+      owner: ownerB,
+      site: siteB,
+      install: installB,
+      domain: domainB,
+      sshKey: sshKeyB,
+      schedule: scheduleB,
+      report: reports.reportB,
+    },
     stranger,
     partialNone,
     mixed,
     freshSite,
     freshInstall: async () => f.install(ownerA.client, accountA.id, (await freshSite()).id, 'production'),
     freshDomain: () => addDomain(ownerA.client, installV.id, uniqueDomain('f')),
+    freshAccountUser: () =>
+      f.user([{ account_id: accountA.id, roles: 'partial', install_ids: [installV.id] }]),
+    freshSshKey: addSshKey,
+    freshSchedule: () => reportSchedule(ownerA, siteV.id, new Date(t.clock.now().getTime() + 86_400_000)),
   };
 }
 
@@ -120,12 +210,34 @@ export interface Resources {
   site: { id: string };
   install: { id: string };
   domain: { id: string; name?: string };
+  /** A member of the account (account users routes). */
+  accountUser: { id: string };
+  /** An SSH key of the caller (`foreign`: of another user). */
+  sshKey: { id: string };
+  /** A report schedule and a report (their `uuid`s), of `site`. */
+  schedule: { uuid: string };
+  report: { uuid: string };
 }
 
-export type Fresh = 'site' | 'install' | 'domain';
+export type Fresh = 'site' | 'install' | 'domain' | 'accountUser' | 'sshKey' | 'schedule';
 
-export async function resourcesFor(w: World, target: Target, fresh?: Fresh): Promise<Resources> {
-  const own = { account: w.a.account, site: w.a.siteV, install: w.a.installV, domain: w.a.domainV };
+/** `caller`: who sends the request (fresh SSH keys are made for it). */
+export async function resourcesFor(
+  w: World,
+  target: Target,
+  fresh?: Fresh,
+  caller?: Member,
+): Promise<Resources> {
+  const users = { accountUser: { id: w.a.members.partial.userId }, sshKey: { id: randomUUID() } };
+  const own = {
+    account: w.a.account,
+    site: w.a.siteV,
+    install: w.a.installV,
+    domain: w.a.domainV,
+    schedule: w.a.scheduleV,
+    report: w.a.reportV,
+    ...users,
+  };
   switch (target) {
     case 'allowed':
       if (fresh === 'site') return { ...own, site: await w.freshSite() };
@@ -134,20 +246,48 @@ export async function resourcesFor(w: World, target: Target, fresh?: Fresh): Pro
         return { ...own, site: install.site, install };
       }
       if (fresh === 'domain') return { ...own, domain: await w.freshDomain() };
+      if (fresh === 'accountUser')
+        return { ...own, accountUser: { id: (await w.freshAccountUser()).userId } };
+      if (fresh === 'sshKey') {
+        if (!caller) throw new Error('a fresh SSH key needs the calling member');
+        return { ...own, sshKey: { id: (await w.freshSshKey(caller)).uuid } };
+      }
+      if (fresh === 'schedule') return { ...own, schedule: await w.freshSchedule() };
       return own;
     case 'own':
       return own;
     case 'hidden':
       // installH1 sits on a site the partial member does see: the install itself must stay hidden.
-      return { account: w.a.account, site: w.a.siteH, install: w.a.installH1, domain: w.a.domainH };
+      return {
+        account: w.a.account,
+        site: w.a.siteH,
+        install: w.a.installH1,
+        domain: w.a.domainH,
+        schedule: w.a.scheduleH,
+        report: w.a.reportH,
+        ...users,
+      };
     case 'foreign':
-      return { account: w.b.account, site: w.b.site, install: w.b.install, domain: w.b.domain };
+      return {
+        account: w.b.account,
+        site: w.b.site,
+        install: w.b.install,
+        domain: w.b.domain,
+        accountUser: { id: w.b.owner.userId },
+        sshKey: { id: w.b.sshKey.uuid },
+        schedule: w.b.schedule,
+        report: w.b.report,
+      };
     case 'missing':
       return {
         account: { id: randomUUID() },
         site: { id: randomUUID() },
         install: { id: randomUUID() },
         domain: { id: randomUUID() },
+        accountUser: { id: randomUUID() },
+        sshKey: { id: randomUUID() },
+        schedule: { uuid: randomUUID() },
+        report: { uuid: randomUUID() },
       };
   }
 }
@@ -157,9 +297,10 @@ export async function resourcesFor(w: World, target: Target, fresh?: Fresh): Pro
  * - `none`: nothing of an account (the caller's own data): no G4 case;
  * - `list`: a list with an `account_id` filter: a foreign account gives 200 with an empty page;
  * - `create`: `account_id` in the body; the spec's error table has no 404: 400 `access_error`;
- * - `account` / `site` / `install`: a path id: foreign or unknown is 404; site and install also A2.
+ * - `account` / `site` / `install`: a path id: foreign or unknown is 404; site and install also A2;
+ * - `user`: a resource of the calling user (SSH keys): another user's, or an unknown one, is 404.
  */
-export type Addressing = 'none' | 'list' | 'create' | 'account' | 'site' | 'install';
+export type Addressing = 'none' | 'list' | 'create' | 'account' | 'site' | 'install' | 'user';
 
 export interface RequestSpec {
   url: string;
@@ -179,7 +320,7 @@ export interface ApiRoute {
   allowed: readonly Role[];
   addressing: Addressing;
   /** The success status for allowed roles. */
-  ok: 200 | 201 | 204;
+  ok: 200 | 201 | 202 | 204;
   /** Calls that must succeed act on a fresh resource (the route changes or deletes it). */
   fresh?: Fresh;
   /** Builds the request. Bodies are valid, so a missing check would show as a 2xx, not a 400. */
@@ -201,6 +342,8 @@ export interface PublicRoute {
   path: string;
   /** A concrete URL for path templates and wildcards (default: `path`). */
   url?: string;
+  /** The status it answers that URL without credentials (default: any 2xx or 3xx). */
+  status?: number;
 }
 
 /**
@@ -346,18 +489,313 @@ const domainRoutes: ApiRoute[] = [
     request: (r) => ({ url: `/v1/installs/${r.install.id}/domains/${r.domain.id}/ssl_certificate` }),
   }),
 ];
+function accountUserRoutes(): ApiRoute[] {
+  const base = '/v1/accounts/:account_id/account_users';
+  const one = (r: Resources) => `/v1/accounts/${r.account.id}/account_users/${r.accountUser.id}`;
+  return [
+    api({
+      method: 'GET',
+      path: base,
+      operationId: 'listAccountUsers',
+      action: 'users:read',
+      allowed: NOT_PARTIAL,
+      addressing: 'account',
+      ok: 200,
+      request: (r) => ({ url: `/v1/accounts/${r.account.id}/account_users` }),
+    }),
+    api({
+      method: 'POST',
+      path: base,
+      operationId: 'createAccountUser',
+      action: 'users:manage',
+      allowed: NOT_PARTIAL,
+      addressing: 'account',
+      ok: 201,
+      request: (r) => ({
+        url: `/v1/accounts/${r.account.id}/account_users`,
+        body: {
+          user: {
+            account_id: r.account.id,
+            first_name: 'Suite',
+            last_name: 'Member',
+            email: `${randomUUID()}@security.test`,
+            roles: 'partial',
+            install_ids: [r.install.id],
+          },
+        },
+      }),
+    }),
+    api({
+      method: 'GET',
+      path: `${base}/:user_id`,
+      operationId: 'getAccountUser',
+      action: 'users:read',
+      allowed: NOT_PARTIAL,
+      addressing: 'account',
+      ok: 200,
+      request: (r) => ({ url: one(r) }),
+    }),
+    api({
+      method: 'PATCH',
+      path: `${base}/:user_id`,
+      operationId: 'updateAccountUser',
+      action: 'users:manage',
+      allowed: NOT_PARTIAL,
+      addressing: 'account',
+      ok: 200,
+      fresh: 'accountUser',
+      request: (r) => ({ url: one(r), body: { roles: 'partial,billing', install_ids: [r.install.id] } }),
+    }),
+    api({
+      method: 'DELETE',
+      path: `${base}/:user_id`,
+      operationId: 'deleteAccountUser',
+      action: 'users:manage',
+      allowed: NOT_PARTIAL,
+      addressing: 'account',
+      ok: 204,
+      fresh: 'accountUser',
+      request: (r) => ({ url: one(r) }),
+    }),
+  ];
+}
+
+function sshKeyRoutes(): ApiRoute[] {
+  return [
+    api({
+      method: 'GET',
+      path: '/v1/ssh_keys',
+      operationId: 'listSshKeys',
+      allowed: ALL_ROLES,
+      addressing: 'none',
+      ok: 200,
+      request: () => ({ url: '/v1/ssh_keys' }),
+    }),
+    api({
+      method: 'POST',
+      path: '/v1/ssh_keys',
+      operationId: 'createSshKey',
+      allowed: ALL_ROLES,
+      addressing: 'none',
+      ok: 201,
+      request: () => ({ url: '/v1/ssh_keys', body: { public_key: testSshKey('ed25519').line } }),
+    }),
+    api({
+      method: 'DELETE',
+      path: '/v1/ssh_keys/:ssh_key_id',
+      operationId: 'deleteSshKey',
+      allowed: ALL_ROLES,
+      addressing: 'user',
+      ok: 204,
+      fresh: 'sshKey',
+      request: (r) => ({ url: `/v1/ssh_keys/${r.sshKey.id}` }),
+    }),
+  ];
+}
+
+const reportRoutes: ApiRoute[] = [
+  api({
+    method: 'GET',
+    path: '/v1/site_reports/templates',
+    operationId: 'listSiteReportTemplates',
+    action: 'account:read',
+    allowed: ALL_ROLES,
+    addressing: 'account',
+    ok: 200,
+    request: (r) => ({ url: `/v1/site_reports/templates?account_id=${r.account.id}` }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/site_reports/sections',
+    operationId: 'getSiteReportsSections',
+    allowed: ALL_ROLES,
+    addressing: 'none',
+    ok: 200,
+    request: () => ({ url: '/v1/site_reports/sections' }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/site_reports/schedules',
+    operationId: 'getSiteReportsSchedules',
+    action: 'reports:read',
+    allowed: NOT_PARTIAL,
+    addressing: 'site',
+    ok: 200,
+    request: (r) => ({ url: `/v1/site_reports/schedules?site_id=${r.site.id}` }),
+  }),
+  api({
+    method: 'POST',
+    path: '/v1/site_reports/schedules',
+    operationId: 'createSiteReportSchedule',
+    action: 'reports:manage',
+    allowed: NOT_PARTIAL,
+    addressing: 'site',
+    ok: 201,
+    request: (r) => ({
+      url: '/v1/site_reports/schedules',
+      body: { site_id: r.site.id, title: 'Security suite', recipients: [{ email: 'security@example.test' }] },
+    }),
+  }),
+  api({
+    method: 'PATCH',
+    path: '/v1/site_reports/schedules/:schedule_id',
+    operationId: 'updateSiteReportSchedule',
+    action: 'reports:manage',
+    allowed: NOT_PARTIAL,
+    addressing: 'site',
+    ok: 200,
+    fresh: 'schedule',
+    request: (r) => ({
+      url: `/v1/site_reports/schedules/${r.schedule.uuid}`,
+      body: { title: 'Renamed by the suite' },
+    }),
+  }),
+  api({
+    method: 'DELETE',
+    path: '/v1/site_reports/schedules/:schedule_id',
+    operationId: 'deleteSiteReportSchedule',
+    action: 'reports:manage',
+    allowed: NOT_PARTIAL,
+    addressing: 'site',
+    ok: 200,
+    fresh: 'schedule',
+    request: (r) => ({ url: `/v1/site_reports/schedules/${r.schedule.uuid}` }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/site_reports',
+    operationId: 'getSiteReports',
+    action: 'reports:read',
+    allowed: NOT_PARTIAL,
+    addressing: 'site',
+    ok: 200,
+    request: (r) => ({ url: `/v1/site_reports?site_id=${r.site.id}` }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/site_reports/:report_id/download',
+    operationId: 'downloadSiteReport',
+    action: 'reports:read',
+    allowed: NOT_PARTIAL,
+    addressing: 'site',
+    ok: 200,
+    request: (r) => ({ url: `/v1/site_reports/${r.report.uuid}/download` }),
+  }),
+];
+
 const admin = (method: Method, path: string, operationId: string): AdminRoute => ({
   kind: 'admin',
   method,
   path,
   operationId,
 });
-const pub = (method: Method, path: string, url?: string): PublicRoute => ({
+const pub = (method: Method, path: string, url?: string, status?: number): PublicRoute => ({
   kind: 'public',
   method,
   path,
   ...(url && { url }),
+  ...(status && { status }),
 });
+
+/** Issue 13: offload settings, archives, domain status reports, certificate orders. */
+function surfaceRoutes(): SecuredRoute[] {
+  const settings = { cloud: 's3', bucket: 'hostplane-media', bucket_region: 'us-east-1' };
+  const offload = (r: Resources) => `/v1/installs/${r.install.id}/offload_settings/files`;
+  return [
+    api({
+      method: 'GET',
+      path: '/v1/installs/:install_id/offload_settings/files',
+      operationId: 'getOffloadSettings',
+      action: 'installs:read',
+      allowed: ALL_ROLES,
+      addressing: 'install',
+      ok: 200,
+      request: (r) => ({ url: offload(r) }),
+    }),
+    api({
+      method: 'POST',
+      path: '/v1/installs/:install_id/offload_settings/files',
+      operationId: 'updateOffloadSettings',
+      action: 'installs:operate',
+      allowed: ALL_ROLES,
+      addressing: 'install',
+      ok: 202,
+      request: (r) => ({ url: offload(r), body: { largefs_settings: settings } }),
+    }),
+    api({
+      method: 'PATCH',
+      path: '/v1/installs/:install_id/offload_settings/files',
+      operationId: 'patchOffloadSettings',
+      action: 'installs:operate',
+      allowed: ALL_ROLES,
+      addressing: 'install',
+      ok: 202,
+      request: (r) => ({ url: offload(r), body: { largefs_settings: settings } }),
+    }),
+    api({
+      method: 'GET',
+      path: '/v1/installs/:install_id/offload_settings/largefs_validation_file',
+      operationId: 'getLargeFSValidationFile',
+      action: 'installs:read',
+      allowed: ALL_ROLES,
+      addressing: 'install',
+      ok: 200,
+      request: (r) => ({ url: `/v1/installs/${r.install.id}/offload_settings/largefs_validation_file` }),
+    }),
+    api({
+      method: 'GET',
+      path: '/v1/installs/:install_id/archives',
+      operationId: 'listArchives',
+      action: 'installs:read',
+      allowed: ALL_ROLES,
+      addressing: 'install',
+      ok: 200,
+      request: (r) => ({ url: `/v1/installs/${r.install.id}/archives` }),
+    }),
+    api({
+      method: 'POST',
+      path: '/v1/installs/:install_id/domains/:domain_id/ssl_certificate',
+      operationId: 'createDomainCertificateOrder',
+      action: 'installs:operate',
+      allowed: ALL_ROLES,
+      addressing: 'install',
+      // Accepted; the order fails later (the suite's domains are not verified): see certificate-orders.test.ts.
+      ok: 202,
+      request: (r) => ({
+        url: `/v1/installs/${r.install.id}/domains/${r.domain.id}/ssl_certificate`,
+        body: {
+          email_address: 'holder@example.test',
+          given_name: 'Jane',
+          family_name: 'Doe',
+          region_code: 'US',
+        },
+      }),
+    }),
+    // The signed link is the credential (no Basic auth): its tests need a completed backup.
+    {
+      kind: 'delegated',
+      method: 'GET',
+      path: '/v1/installs/:install_id/archives/:archive_id/download',
+      operationId: 'downloadArchive',
+      file: 'test/api/archives.test.ts',
+    },
+    // One check per install every 5 s (429), and reports of each target: tested role by role there.
+    ...(
+      [
+        ['POST', '/v1/installs/:install_id/domains/:domain_id/check_status', 'checkStatus'],
+        ['GET', '/v1/installs/:install_id/domains/check_status/:report_id', 'getDomainReportStatus'],
+      ] as const
+    ).map(
+      ([method, path, operationId]): DelegatedRoute => ({
+        kind: 'delegated',
+        method,
+        path,
+        operationId,
+        file: 'test/api/domain-status.test.ts',
+      }),
+    ),
+  ];
+}
 
 export const ROUTES: readonly SecuredRoute[] = [
   // Accounts and the current user.
@@ -509,6 +947,30 @@ export const ROUTES: readonly SecuredRoute[] = [
   // Domains and certificates (issue 4).
   ...domainRoutes,
 
+  // Site reports (issue 12): schedules and reports are addressed through their site; partial
+  // members get neither (a report covers every install of the site).
+  ...reportRoutes,
+  // Usage metrics and limits (issue 12): every member reads them; partial members their installs' only.
+  ...(
+    [
+      ['/v1/accounts/:account_id/usage/insights', 'getAccountUsageInsights', '/usage/insights'],
+      ['/v1/accounts/:account_id/usage/summary', 'getAccountUsageSummary', '/usage/summary'],
+      ['/v1/accounts/:account_id/usage', 'getAccountUsageMetrics', '/usage'],
+      ['/v1/accounts/:account_id/limits', 'getAccountsLimits', '/limits'],
+    ] as const
+  ).map(([path, operationId, suffix]) =>
+    api({
+      method: 'GET',
+      path,
+      operationId,
+      action: 'account:read',
+      allowed: ALL_ROLES,
+      addressing: 'account',
+      ok: 200,
+      request: (r) => ({ url: `/v1/accounts/${r.account.id}${suffix}` }),
+    }),
+  ),
+
   // Asynchronous work (issue 5): authorization tested in test/api/jobs-authz.test.ts.
   ...(
     [
@@ -521,7 +983,7 @@ export const ROUTES: readonly SecuredRoute[] = [
       ['POST', '/v1/installs/:install_id/backups/:backup_id/restore', 'restoreBackup'],
       ['POST', '/v1/installs/:install_id/usage/refresh_disk_usage', 'refreshEnvironmentDiskUsage'],
       ['POST', '/v1/accounts/:account_id/usage/refresh_disk_usage', 'refreshAccountDiskUsage'],
-      ['GET', '/v1/installs/:install_id/usage', 'getInstallUsage'],
+      ['GET', '/v1/installs/:install_id/usage', 'getInstallUsageMetrics'],
       ['POST', '/v1/installs/:install_id/purge_cache', 'purgeCache'],
     ] as const
   ).map(
@@ -534,10 +996,55 @@ export const ROUTES: readonly SecuredRoute[] = [
     }),
   ),
 
+  // Site transfers (issue 11, A3/T1/T2): billing roles only.
+  api({
+    method: 'GET',
+    path: '/v1/accounts/:account_id/site_transfers',
+    operationId: 'listAccountSiteTransfers',
+    action: 'transfers:manage',
+    allowed: BILLING,
+    addressing: 'account',
+    ok: 200,
+    request: (r) => ({ url: `/v1/accounts/${r.account.id}/site_transfers` }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/sites/:site_id/site_transfers',
+    operationId: 'listSiteTransfers',
+    action: 'transfers:manage',
+    allowed: BILLING,
+    addressing: 'site',
+    ok: 200,
+    request: (r) => ({ url: `/v1/sites/${r.site.id}/site_transfers` }),
+  }),
+  // These need a second account and a transfer per case: test/api/site-transfers-authz.test.ts.
+  ...(
+    [
+      ['POST', '/v1/sites/:site_id/site_transfers', 'createSiteTransfer'],
+      ['GET', '/v1/sites/:site_id/site_transfers/:transfer_id', 'getSiteTransfer'],
+      ['DELETE', '/v1/sites/:site_id/site_transfers/:transfer_id', 'cancelSiteTransfer'],
+    ] as const
+  ).map(
+    ([method, path, operationId]): DelegatedRoute => ({
+      kind: 'delegated',
+      method,
+      path,
+      operationId,
+      file: 'test/api/site-transfers-authz.test.ts',
+    }),
+  ),
+  // Account users (U1-U4) and SSH keys (K1).
+  ...accountUserRoutes(),
+  ...sshKeyRoutes(),
+
+  // The rest of the platform's surface (issue 13).
+  ...surfaceRoutes(),
+
   // Operators (Bearer token).
   admin('POST', '/admin/v1/accounts', 'adminCreateAccount'),
   admin('POST', '/admin/v1/users', 'adminCreateUser'),
   admin('GET', '/admin/v1/users/:user_id', 'adminGetUser'),
+  admin('PATCH', '/admin/v1/users/:user_id', 'adminUpdateUser'),
   admin('PUT', '/admin/v1/users/:user_id/memberships/:account_id', 'adminPutMembership'),
   admin('DELETE', '/admin/v1/users/:user_id/memberships/:account_id', 'adminDeleteMembership'),
   admin('POST', '/admin/v1/users/:user_id/credentials', 'adminCreateCredential'),
@@ -548,6 +1055,9 @@ export const ROUTES: readonly SecuredRoute[] = [
   admin('POST', '/admin/v1/faults', 'adminSetFault'),
   admin('GET', '/admin/v1/faults', 'adminListFaults'),
   admin('GET', '/admin/v1/mail', 'adminListMail'),
+  admin('POST', '/admin/v1/usage', 'adminIngestUsage'),
+  admin('PUT', '/admin/v1/accounts/:account_id/limits', 'adminPutAccountLimits'),
+  admin('DELETE', '/admin/v1/accounts/:account_id/limits', 'adminResetAccountLimits'),
 
   // Public: no credentials.
   pub('GET', '/v1/status'),
@@ -561,6 +1071,8 @@ export const ROUTES: readonly SecuredRoute[] = [
   pub('GET', '/docs/static/*', '/docs/static/swagger-ui.css'),
   pub('GET', '/docs/json'),
   pub('GET', '/docs/yaml'),
+  // An unknown token: a 404 (not a 401) shows it takes no credentials; invitations.test.ts accepts real ones.
+  pub('POST', '/v1/invitations/:token/accept', `/v1/invitations/${'x'.repeat(43)}/accept`, 404),
 ];
 
 export const API_ROUTES = ROUTES.filter((r): r is ApiRoute => r.kind === 'api');

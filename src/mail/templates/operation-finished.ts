@@ -1,3 +1,5 @@
+import { escapeHtml, factsMail } from './facts.js';
+
 /** C6, B3, R3: the notification sent to each address when a copy, backup or restore ends. */
 export interface OperationFinished {
   operation: {
@@ -16,8 +18,6 @@ export interface OperationFinished {
   details: [label: string, value: string][];
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
 const iso = (d: Date | null) => (d ? d.toISOString() : '-');
 
 export function operationFinishedMail(m: OperationFinished) {
@@ -33,25 +33,12 @@ export function operationFinishedMail(m: OperationFinished) {
     ['Finished', iso(m.operation.completed_at)],
     ...m.details,
   ];
-  const width = Math.max(...rows.map(([label]) => label.length)) + 1;
-  const text = [
-    `${m.title} of install ${m.install.name} ${outcome}.`,
-    '',
-    ...rows.map(([label, value]) => `${`${label}:`.padEnd(width)} ${value}`),
-    '',
-    '-- Hostplane',
-    '',
-  ].join('\n');
-  const html = [
-    '<!doctype html><html><body>',
-    `<p>${escapeHtml(m.title)} of install <strong>${escapeHtml(m.install.name)}</strong> ${outcome}.</p>`,
-    '<table>',
-    ...rows.map(
-      ([label, value]) => `<tr><th align="left">${escapeHtml(label)}</th><td>${escapeHtml(value)}</td></tr>`,
-    ),
-    '</table>',
-    '<p>-- Hostplane</p>',
-    '</body></html>',
-  ].join('\n');
-  return { subject, text, html };
+  return factsMail(
+    subject,
+    {
+      text: `${m.title} of install ${m.install.name} ${outcome}.`,
+      html: `${escapeHtml(m.title)} of install <strong>${escapeHtml(m.install.name)}</strong> ${outcome}.`,
+    },
+    rows,
+  );
 }

@@ -1,7 +1,7 @@
 import { asc, count, eq, inArray } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { accounts } from '../../db/schema.js';
-import type { Page } from '../../http/pagination.js';
 
 const projection = {
   id: accounts.id,

@@ -1,10 +1,11 @@
 import { callerOf } from '../../http/auth.js';
 import { envelope, PageQuery, pageOf } from '../../http/pagination.js';
-import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
 import { errorResponses } from '../../http/schemas.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import { AccountList, AccountParams, AccountSchema } from './accounts.schemas.js';
 
-const toAccount = (row: { id: string; name: string }) => ({ id: row.id, name: row.name });
+/** The platform's Account requires `nickname`; a Hostplane account has one name, so it is both. */
+const toAccount = (row: { id: string; name: string }) => ({ id: row.id, name: row.name, nickname: row.name });
 
 export function accountsRoutes({ config, services }: RouteContext): RoutesPlugin {
   return async (app) => {

@@ -1,7 +1,8 @@
 import { type Caller, memberAccountIds, requireAccount } from '../../auth/access.js';
 import type { Db } from '../../db/client.js';
+import { sqlState } from '../../db/errors.js';
+import type { Page } from '../../db/page.js';
 import { Errors } from '../../errors.js';
-import type { Page } from '../../http/pagination.js';
 import * as repo from './accounts.repo.js';
 
 export function createAccountsService({ db }: { db: Db }) {
@@ -16,10 +17,22 @@ export function createAccountsService({ db }: { db: Db }) {
       return account;
     },
     /** For the admin API. */
-    create: (values: Parameters<typeof repo.insertAccount>[1]) => repo.insertAccount(db, values),
+    async create(values: Parameters<typeof repo.insertAccount>[1]) {
+      try {
+        return await repo.insertAccount(db, values);
+      } catch (err) {
+        // An operator may choose the id (to mirror the platform's); a taken one is the caller's error.
+        if (sqlState(err)?.code === '23505') {
+          throw Errors.valueUnavailable('account', 'id', `An account with id ${values.id} already exists`);
+        }
+        throw err;
+      }
+    },
     /** For other modules: the account row, no access check (the caller checks). */
     find: (accountId: string, tx: Db = db) => repo.findAccount(tx, accountId),
   };
 }
 
 export type AccountsService = ReturnType<typeof createAccountsService>;
+/** The account row other modules see (the repository stays private to this module). */
+export type { AccountRow } from './accounts.repo.js';

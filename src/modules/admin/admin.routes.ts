@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
-import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
 import { errorResponses, Uuid } from '../../http/schemas.js';
-import type { AccountRow } from '../accounts/accounts.repo.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
+import type { AccountRow } from '../accounts/accounts.service.js';
 import { toInstallDetail } from '../installs/installs.routes.js';
 import { InstallDetailSchema } from '../installs/installs.schemas.js';
 import {
@@ -10,6 +10,7 @@ import {
   AdminInstallBody,
   AdminSiteBody,
   AdminUserBody,
+  AdminUserPatch,
   AdminUserSchema,
   CredentialSchema,
   MembershipBody,
@@ -22,6 +23,7 @@ const toUser = (user: Awaited<ReturnType<RouteContext['services']['users']['desc
   first_name: user.first_name,
   last_name: user.last_name,
   phone: user.phone,
+  mfa_enabled: user.mfa_enabled,
   created_at: user.created_at.toISOString(),
   memberships: user.memberships,
 });
@@ -76,6 +78,22 @@ export function adminRoutes({ config, services }: RouteContext): RoutesPlugin {
         config: { resource: 'user' },
       },
       async (request) => toUser(await services.users.describe(request.params.user_id)),
+    );
+
+    app.patch(
+      '/users/:user_id',
+      {
+        schema: {
+          operationId: 'adminUpdateUser',
+          tags,
+          security,
+          params: Type.Object({ user_id: Uuid() }),
+          body: AdminUserPatch,
+          response: { 200: AdminUserSchema, ...errorResponses(400, 404, 413, 415) },
+        },
+        config: { resource: 'user' },
+      },
+      async (request) => toUser(await services.users.adminUpdate(request.params.user_id, request.body)),
     );
 
     app.put(

@@ -45,11 +45,15 @@ export const AdminUserSchema = Type.Object({
   first_name: Type.String(),
   last_name: Type.String(),
   phone: Nullable(Type.String()),
+  mfa_enabled: Type.Boolean(),
   created_at: DateTime(),
   memberships: Type.Array(
     Type.Object({ account_id: Uuid(), roles: Type.String(), install_ids: Type.Array(Uuid()) }),
   ),
 });
+
+/** `mfa_enabled` is shown on account users; Hostplane has no MFA enrolment, so operators set it. */
+export const AdminUserPatch = Type.Object({ mfa_enabled: Type.Optional(Type.Boolean()) });
 
 export const CredentialSchema = Type.Object({
   username: Type.String(),

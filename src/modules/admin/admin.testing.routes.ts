@@ -2,9 +2,9 @@ import { isManualClock } from '../../clock.js';
 import type { DriverOperation } from '../../drivers/driver.js';
 import { AppError, Errors } from '../../errors.js';
 import { envelope, pageOf } from '../../http/pagination.js';
-import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { MailRow } from '../../mail/outbox.repo.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import {
   ClockSchema,
   FaultBody,

@@ -1,8 +1,12 @@
 import { type HostingDriver, installRef } from '../../drivers/driver.js';
 import type { JobContext, JobHandler } from '../../jobs/catalog.js';
-import type { InstallRow } from '../installs/installs.repo.js';
-import type { InstallsService } from '../installs/installs.service.js';
-import type { OperationsService } from '../operations/operations.service.js';
+import type { InstallRow, InstallsService } from '../installs/installs.service.js';
+import {
+  inputOf,
+  type OperationRow,
+  type OperationsService,
+  stateOf,
+} from '../operations/operations.service.js';
 import { type BackupRow, type BackupsService, snapshotOf } from './backups.service.js';
 
 export interface BackupJobsDeps {
@@ -42,7 +46,7 @@ export function createBackupJobs({ operations, backups, installs, driver }: Back
       const install = await installs.findById(op.install_id);
       if (!install) return; // deleted: its operation and backups went with it
       const result = await driver.backup({ key: op.id, signal: ctx.signal }, installRef(install));
-      if (!result.done) return operations.waitUntil(op, result.checkAt, 'backup-create');
+      if (!result.done) return operations.waitUntil(op, result.checkAt);
       await operations.complete(op.id, async (tx) => ({
         details: backupDetails(await backups.markCompleted(tx, op.resource_id, result.value)),
       }));
@@ -55,15 +59,15 @@ export function createBackupJobs({ operations, backups, installs, driver }: Back
   };
 
   /** R2: the checkpoint backup, taken (and completed) before anything is restored. */
-  async function checkpoint(op: { id: string; state: unknown }, install: InstallRow, ctx: JobContext) {
-    let checkpointId = (op.state as { checkpoint_backup_id?: string }).checkpoint_backup_id;
+  async function checkpoint(op: OperationRow, install: InstallRow, ctx: JobContext) {
+    let checkpointId = stateOf(op, 'restore_backup').checkpoint_backup_id;
     if (!checkpointId) {
       checkpointId =
         (await operations.withLocked(op.id, async (tx, locked) => {
-          const state = locked.state as { checkpoint_backup_id?: string; backup_id?: string };
+          const state = stateOf(locked, 'restore_backup');
           if (state.checkpoint_backup_id) return state.checkpoint_backup_id;
           const made = await backups.insertCheckpoint(tx, install, op.id, String(locked.resource_id));
-          await operations.setState(tx, op.id, { ...state, checkpoint_backup_id: made.id });
+          await operations.setState(tx, op.id, 'restore_backup', { ...state, checkpoint_backup_id: made.id });
           return made.id;
         })) ?? undefined;
     }
@@ -85,7 +89,7 @@ export function createBackupJobs({ operations, backups, installs, driver }: Back
       if (!op) return;
       const install = await installs.findById(op.install_id);
       if (!install) return;
-      const input = op.input as { restore_database: boolean; create_checkpoint: boolean };
+      const input = inputOf(op, 'restore_backup');
       const backup = await backups.find(op.resource_id);
       const snapshot = backup && snapshotOf(backup);
       if (!backup || !snapshot) {
@@ -100,7 +104,7 @@ export function createBackupJobs({ operations, backups, installs, driver }: Back
       if (input.create_checkpoint) {
         const step = await checkpoint(op, install, ctx);
         if (!step.ready) {
-          if (step.checkAt) await operations.waitUntil(op, step.checkAt, 'backup-restore');
+          if (step.checkAt) await operations.waitUntil(op, step.checkAt);
           return;
         }
         checkpointId = step.id;
@@ -109,7 +113,7 @@ export function createBackupJobs({ operations, backups, installs, driver }: Back
         { key: `${op.id}:restore`, signal: ctx.signal },
         { install: installRef(install), snapshot, restore_database: input.restore_database },
       );
-      if (!result.done) return operations.waitUntil(op, result.checkAt, 'backup-restore');
+      if (!result.done) return operations.waitUntil(op, result.checkAt);
       await operations.complete(op.id, async (tx) => {
         // R-: the install runs the WordPress version the backup holds.
         await installs.applySoftware(tx, install.id, { wp_version: result.value.wp_version });
@@ -124,7 +128,7 @@ export function createBackupJobs({ operations, backups, installs, driver }: Back
     },
     async exhausted({ operation_id }, error) {
       await operations.fail(operation_id, `The restore failed: ${error}`, async (tx, op) => {
-        const checkpointId = (op.state as { checkpoint_backup_id?: string }).checkpoint_backup_id;
+        const checkpointId = stateOf(op, 'restore_backup').checkpoint_backup_id;
         const checkpointRow = checkpointId ? await backups.find(checkpointId, tx) : null;
         const details: [string, string][] = [['Backup', op.resource_id]];
         if (checkpointRow && checkpointRow.status !== 'completed') {

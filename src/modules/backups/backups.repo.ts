@@ -1,8 +1,8 @@
 import { and, count, desc, eq, inArray } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { backups } from '../../db/schema.js';
 import type { Snapshot } from '../../drivers/driver.js';
-import type { Page } from '../../http/pagination.js';
 
 const projection = {
   id: backups.id,

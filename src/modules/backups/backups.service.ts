@@ -1,10 +1,10 @@
 import type { Caller } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { type HostingDriver, type Snapshot, snapshotBytes } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
-import type { Page } from '../../http/pagination.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { InstallsService } from '../installs/installs.service.js';
 import type { OperationsService } from '../operations/operations.service.js';
@@ -71,7 +71,7 @@ export function createBackupsService({ db, clock, installs, operations, queue, d
           expectedSeconds: driver.estimateSeconds('backup'),
         });
         await repo.updateBackup(tx, backup.id, { operation_id: operation.id });
-        await queue.enqueue(tx, 'backup-create', { operation_id: operation.id });
+        await queue.enqueue(tx, 'create_backup', { operation_id: operation.id });
         return { backup, operation };
       });
     },
@@ -120,7 +120,7 @@ export function createBackupsService({ db, clock, installs, operations, queue, d
             'install_busy',
           );
         }
-        await queue.enqueue(tx, 'backup-restore', { operation_id: operation.id });
+        await queue.enqueue(tx, 'restore_backup', { operation_id: operation.id });
         return operation;
       });
     },

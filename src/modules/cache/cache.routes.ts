@@ -1,8 +1,8 @@
 import { callerOf } from '../../http/auth.js';
-import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
+import { LocationHeader, withLocation } from '../../http/location.js';
 import { errorResponses } from '../../http/schemas.js';
-import { withLocation } from '../operations/operations.routes.js';
-import { LocationHeader, OperationSchema } from '../operations/operations.schemas.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
+import { OperationSchema } from '../operations/operations.schemas.js';
 import { toOperation } from '../operations/operations.service.js';
 import { PurgeCacheBody, PurgeCacheParams } from './cache.schemas.js';
 

@@ -51,7 +51,7 @@ export function createCacheService({ db, clock, installs, operations, queue, dri
           input: { type },
           expectedSeconds: driver.estimateSeconds('purge_cache'),
         });
-        await queue.enqueue(tx, 'cache-purge', { operation_id: operation.id });
+        await queue.enqueue(tx, 'purge_cache', { operation_id: operation.id });
         return operation;
       });
     },

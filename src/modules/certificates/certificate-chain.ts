@@ -1,4 +1,5 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
+import fs from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { AppError, type FieldError } from '../../errors.js';
 import { isWildcard } from '../domains/domain-name.js';
@@ -132,7 +133,8 @@ function checkChain(chain: X509Certificate[], trustedRoots: readonly X509Certifi
       'certificate',
       'chain_incomplete',
       `Certificate ${chain.length} (${subjectOf(top)}) is issued by ${top.issuer.split('\n').join(', ')}, which is ` +
-        'neither in the chain nor a trusted root: add the missing intermediate certificates',
+        'neither in the chain nor a trusted root: add the missing intermediate certificates, or, for a ' +
+        'private certificate authority, ask the operator to trust its root (NODE_EXTRA_CA_CERTS)',
     );
   }
 }
@@ -227,9 +229,64 @@ export function validateImport(
   };
 }
 
+/**
+ * A certificate the hosting platform issued (createDomainCertificateOrder): the same details as an
+ * import, without the trust checks (the platform's own CA made it).
+ */
+export function describeIssued(chainPem: string, keyPem: string, domainNames: string[]): ValidatedImport {
+  const chain = parseChain(chainPem);
+  const leaf = chain[0] as X509Certificate;
+  return {
+    chainPem: chain.map((cert) => cert.toString()).join(''),
+    keyDer: parsePrivateKey(keyPem).export({ type: 'pkcs8', format: 'der' }),
+    covered: domainNames.filter((name) => coversDomain(leaf, name)),
+    subject: subjectOf(leaf),
+    issuer: leaf.issuer.split('\n').join(', '),
+    serial: leaf.serialNumber.toUpperCase(),
+    fingerprint: leaf.fingerprint256,
+    notBefore: new Date(leaf.validFrom),
+    notAfter: new Date(leaf.validTo),
+  };
+}
+
 let systemRoots: X509Certificate[] | null = null;
 /** The roots Node trusts (Mozilla's list), parsed on first use. */
 export function systemTrustedRoots(): readonly X509Certificate[] {
   systemRoots ??= rootCertificates.map((pem) => new X509Certificate(pem));
   return systemRoots;
+}
+
+/**
+ * The extra roots of `NODE_EXTRA_CA_CERTS` (a PEM file, as Node reads it for its own TLS clients;
+ * `tls.rootCertificates` does not include them). Read once at start: an unreadable file, or one that
+ * holds no certificate or a malformed one, stops the start with a message naming the file, where
+ * Node itself would only print a warning.
+ */
+export function extraTrustedRoots(file: string | null): X509Certificate[] {
+  if (file === null) return [];
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`NODE_EXTRA_CA_CERTS: cannot read ${file} (${(err as NodeJS.ErrnoException).code})`);
+  }
+  const blocks = pemBlocks(text).filter((b) => b.label === 'CERTIFICATE');
+  if (blocks.length === 0) throw new Error(`NODE_EXTRA_CA_CERTS: ${file} holds no PEM CERTIFICATE block`);
+  return blocks.map((block, i) => {
+    try {
+      return new X509Certificate(block.text);
+    } catch {
+      throw new Error(`NODE_EXTRA_CA_CERTS: certificate ${i + 1} of ${file} does not parse`);
+    }
+  });
+}
+
+/** What an imported chain may end under: Node's roots plus the operator's extra ones. */
+export function trustedRootsWith(extra: readonly X509Certificate[]): () => readonly X509Certificate[] {
+  if (extra.length === 0) return systemTrustedRoots;
+  let all: X509Certificate[] | null = null;
+  return () => {
+    all ??= [...systemTrustedRoots(), ...extra];
+    return all;
+  };
 }

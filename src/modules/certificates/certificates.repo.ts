@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, inArray } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { certificates } from '../../db/schema.js';
-import type { Page } from '../../http/pagination.js';
 
 // The sealed private key is written once and never selected: nothing here can return it.
 const projection = {

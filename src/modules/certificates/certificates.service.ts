@@ -2,13 +2,19 @@ import { randomUUID, type X509Certificate } from 'node:crypto';
 import type { Caller } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
-import type { Page } from '../../http/pagination.js';
 import type { SecretBox } from '../../secrets.js';
 import type { DomainsService, SslStatus } from '../domains/domains.service.js';
 import type { InstallsService } from '../installs/installs.service.js';
-import { coversDomain, leafOf, validateImport } from './certificate-chain.js';
+import {
+  coversDomain,
+  describeIssued,
+  leafOf,
+  type ValidatedImport,
+  validateImport,
+} from './certificate-chain.js';
 import * as repo from './certificates.repo.js';
 
 export interface CertificatesDeps {
@@ -23,7 +29,31 @@ export interface CertificatesDeps {
 }
 
 /** A certificate row with the install's domains it covers today. */
-export type CertificateView = repo.CertificateRow & { domains: string[] };
+/** `expired`: past not_after by the injected clock (the record's status, issue 13). */
+export type CertificateView = repo.CertificateRow & { domains: string[]; expired: boolean };
+
+/**
+ * The SSL status of domain names (for domain records): a part of the certificates module that needs
+ * no domains service, so the domains service can be built on it.
+ */
+export function createCertificateCoverage({ db, clock }: { db: Db; clock: Clock }) {
+  return {
+    /** `active` when a valid certificate covers the name, `expired` when only expired ones do. */
+    async sslStatusOf(installId: string, names: string[]): Promise<Map<string, SslStatus>> {
+      const now = clock.now().getTime();
+      const certs = (await repo.certificatesOfInstall(db, installId)).map((row) => ({
+        leaf: leafOf(row.chain_pem),
+        valid: row.not_before.getTime() <= now && now <= row.not_after.getTime(),
+      }));
+      const status = new Map<string, SslStatus>();
+      for (const name of names) {
+        const covering = certs.filter((c) => coversDomain(c.leaf, name));
+        status.set(name, covering.some((c) => c.valid) ? 'active' : covering.length > 0 ? 'expired' : 'none');
+      }
+      return status;
+    },
+  };
+}
 
 export function createCertificatesService(deps: CertificatesDeps) {
   const { db, clock, installs, domains, secretBox } = deps;
@@ -31,11 +61,53 @@ export function createCertificatesService(deps: CertificatesDeps) {
   function withCoverage(rows: repo.CertificateRow[], names: string[]): CertificateView[] {
     return rows.map((row) => {
       const leaf = leafOf(row.chain_pem);
-      return { ...row, domains: names.filter((name) => coversDomain(leaf, name)) };
+      const domains = names.filter((name) => coversDomain(leaf, name));
+      return { ...row, domains, expired: row.not_after.getTime() < clock.now().getTime() };
+    });
+  }
+
+  /**
+   * Stores a certificate and seals its key, in the caller's transaction (the install locked). It
+   * replaces every certificate of the install whose covered domains it covers too.
+   */
+  async function store(tx: Db, installId: string, cert: ValidatedImport, names: string[]) {
+    const id = randomUUID();
+    const sealed = secretBox.seal(cert.keyDer, id);
+    const existing = withCoverage(await repo.certificatesOfInstall(tx, installId), names);
+    const replaced = existing
+      .filter((c) => c.domains.every((name) => cert.covered.includes(name)))
+      .map((c) => c.id);
+    await repo.deleteCertificates(tx, installId, replaced);
+    return repo.insertCertificate(tx, {
+      id,
+      install_id: installId,
+      chain_pem: cert.chainPem,
+      private_key_sealed: sealed,
+      subject: cert.subject,
+      issuer: cert.issuer,
+      serial: cert.serial,
+      fingerprint: cert.fingerprint,
+      not_before: cert.notBefore,
+      not_after: cert.notAfter,
     });
   }
 
   return {
+    /**
+     * createDomainCertificateOrder's job: stores what the platform issued, in the completing
+     * transaction; `names` are the install's domain names (read before it: PGlite has one connection).
+     */
+    async storeIssued(
+      tx: Db,
+      installId: string,
+      issued: { chain_pem: string; key_pem: string },
+      names: string[],
+    ) {
+      const cert = describeIssued(issued.chain_pem, issued.key_pem, names);
+      const row = await store(tx, installId, cert, names);
+      return { ...row, domains: cert.covered };
+    },
+
     /**
      * L1/L2: validates chain and key, seals the key, and stores the certificate. It replaces every
      * certificate of the install whose covered domains it covers too; their rows (and sealed keys)
@@ -53,29 +125,11 @@ export function createCertificatesService(deps: CertificatesDeps) {
         domainNames: names,
         trustedRoots: deps.trustedRoots(),
       });
-      const id = randomUUID();
-      const sealed = secretBox.seal(imported.keyDer, id);
-      const existing = withCoverage(await repo.certificatesOfInstall(db, installId), names);
-      const replaced = existing
-        .filter((cert) => cert.domains.every((name) => imported.covered.includes(name)))
-        .map((cert) => cert.id);
       const row = await withTransaction(db, async (tx) => {
         if (!(await installs.lock(tx, installId))) throw Errors.notFound();
-        await repo.deleteCertificates(tx, installId, replaced);
-        return repo.insertCertificate(tx, {
-          id,
-          install_id: installId,
-          chain_pem: imported.chainPem,
-          private_key_sealed: sealed,
-          subject: imported.subject,
-          issuer: imported.issuer,
-          serial: imported.serial,
-          fingerprint: imported.fingerprint,
-          not_before: imported.notBefore,
-          not_after: imported.notAfter,
-        });
+        return store(tx, installId, imported, names);
       });
-      return { ...row, domains: imported.covered };
+      return { ...row, domains: imported.covered, expired: false };
     },
 
     async list(caller: Caller, installId: string, page: Page) {
@@ -93,21 +147,6 @@ export function createCertificatesService(deps: CertificatesDeps) {
       const [view] = withCoverage([row], await domains.namesOf(installId));
       if (!view) throw Errors.notFound();
       return view;
-    },
-
-    /** For domain records: `active` when a valid certificate covers the name, `expired` when only expired ones do. */
-    async sslStatusOf(installId: string, names: string[]): Promise<Map<string, SslStatus>> {
-      const now = clock.now().getTime();
-      const certs = (await repo.certificatesOfInstall(db, installId)).map((row) => ({
-        leaf: leafOf(row.chain_pem),
-        valid: row.not_before.getTime() <= now && now <= row.not_after.getTime(),
-      }));
-      const status = new Map<string, SslStatus>();
-      for (const name of names) {
-        const covering = certs.filter((c) => coversDomain(c.leaf, name));
-        status.set(name, covering.some((c) => c.valid) ? 'active' : covering.length > 0 ? 'expired' : 'none');
-      }
-      return status;
     },
   };
 }

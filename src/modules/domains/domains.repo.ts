@@ -1,8 +1,8 @@
 import { and, asc, count, eq, inArray, ne, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import type { Db, RowOf } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { domains } from '../../db/schema.js';
-import type { Page } from '../../http/pagination.js';
 
 const target = alias(domains, 'redirect_target');
 
@@ -89,6 +89,7 @@ export async function insertDomains(db: Db, values: (typeof domains.$inferInsert
 }
 
 export async function updateDomain(db: Db, id: string, values: Partial<typeof domains.$inferInsert>) {
+  if (Object.keys(values).length === 0) return; // nothing to change (UPDATE ... SET needs a column)
   await db.update(domains).set(values).where(eq(domains.id, id));
 }
 

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import { callerOf } from '../../http/auth.js';
 import { envelope, pageOf } from '../../http/pagination.js';
-import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
 import { errorResponses } from '../../http/schemas.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import {
   BulkDomainsResponse,
   CreateBulkDomainsBody,
@@ -37,7 +37,7 @@ export function toDomain(view: DomainView) {
         ? [{ id: view.redirect_to_id, name: view.redirect_to_name }]
         : [],
     txt_verified_time: view.txt_verified_time?.toISOString() ?? null,
-    txt_verified_domain: view.txt_verified_domain,
+    ...(view.txt_verified_domain !== null && { txt_verified_domain: view.txt_verified_domain }),
     txt_verification_key: view.txt_verification_key,
     txt_verification_value: view.txt_verification_value,
     ownership_status: view.ownership_status,

@@ -34,7 +34,8 @@ export const DomainSchema = Type.Object({
     description: 'The domain this one redirects to (at most one)',
   }),
   txt_verified_time: Nullable(DateTime()),
-  txt_verified_domain: Nullable(Type.String({ description: 'Null until verified' })),
+  // Not x-nullable in the platform's document: absent until verified, never null (issue 13).
+  txt_verified_domain: Type.Optional(Type.String({ description: 'Absent until verified' })),
   txt_verification_key: Nullable(
     Type.String({ description: 'Name of the TXT record to create; null once verified' }),
   ),

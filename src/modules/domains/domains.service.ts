@@ -2,11 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { Caller } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors, type FieldError } from '../../errors.js';
-import type { Page } from '../../http/pagination.js';
-import type { InstallRow } from '../installs/installs.repo.js';
-import type { InstallsService } from '../installs/installs.service.js';
+import type { InstallRow, InstallsService } from '../installs/installs.service.js';
 import { VERIFICATION_VALUE_PREFIX, verificationRecordName } from './domain-name.js';
 import * as repo from './domains.repo.js';
 import {
@@ -34,7 +33,7 @@ export interface DomainsDeps {
   resolver: TxtResolver;
   /** The domain of install cnames (`<install>.<installDomain>`); names under it are reserved. */
   installDomain: string;
-  /** From the certificates module (wired lazily: it depends on this service too). */
+  /** From the certificates module (its coverage part, which needs no domains service). */
   sslStatusOf: (installId: string, names: string[]) => Promise<Map<string, SslStatus>>;
 }
 
@@ -200,6 +199,9 @@ export function createDomainsService(deps: DomainsDeps) {
       await verify(install, domainId);
       return viewOne(install, domainId);
     },
+
+    /** For jobs (no caller: the request was authorized when it was made): a domain of an install, or null. */
+    record: (installId: string, domainId: string) => repo.findDomain(db, installId, domainId),
 
     /** For the certificates module: the install's domain names, in creation order. */
     namesOf: (installId: string) => repo.domainNames(db, installId),

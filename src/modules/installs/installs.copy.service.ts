@@ -5,9 +5,8 @@ import { withTransaction } from '../../db/transaction.js';
 import type { HostingDriver } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
 import type { JobQueue } from '../../jobs/queue.js';
-import type { OperationsService } from '../operations/operations.service.js';
+import type { OperationInput, OperationsService } from '../operations/operations.service.js';
 import type { CopyInstallBody } from './installs.copy.schemas.js';
-import type { CopyInput } from './installs.jobs.js';
 import type { InstallRow } from './installs.repo.js';
 import type { InstallsService } from './installs.service.js';
 
@@ -71,7 +70,7 @@ export function createInstallCopyService({ db, installs, operations, queue, driv
         }
         await operations.assertIdle(tx, source, 'read', 'source_environment_id');
         await operations.assertIdle(tx, destination, 'write', 'destination_environment_id');
-        const input: CopyInput & { notification_emails: string[] } = {
+        const input: OperationInput<'copy_install'> = {
           source_install_id: source.id,
           include_files: includeFiles,
           include_db: includeDb,
@@ -83,10 +82,10 @@ export function createInstallCopyService({ db, installs, operations, queue, driv
           install: visibleDestination,
           type: 'copy_install',
           resource: { type: 'install', id: destination.id },
-          input: { ...input },
+          input,
           expectedSeconds: driver.estimateSeconds('copy'),
         });
-        await queue.enqueue(tx, 'install-copy', { operation_id: operation.id });
+        await queue.enqueue(tx, 'copy_install', { operation_id: operation.id });
         return operation;
       });
     },

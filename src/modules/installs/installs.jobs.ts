@@ -2,25 +2,47 @@ import type { Db } from '../../db/client.js';
 import { type HostingDriver, installRef } from '../../drivers/driver.js';
 import type { JobHandler } from '../../jobs/catalog.js';
 import type { JobQueue } from '../../jobs/queue.js';
-import type { OperationsService } from '../operations/operations.service.js';
+import {
+  inputOf,
+  type OperationInput,
+  type OperationRecords,
+  type OperationsService,
+} from '../operations/operations.service.js';
 import type { InstallRow } from './installs.repo.js';
 import type { InstallsService } from './installs.service.js';
 
 export interface InstallJobsDeps {
-  operations: Pick<OperationsService, 'create' | 'begin' | 'waitUntil' | 'complete' | 'fail'>;
+  operations: Pick<OperationsService, 'begin' | 'waitUntil' | 'complete' | 'fail'>;
   installs: Pick<InstallsService, 'findById' | 'applySoftware'>;
-  queue: Pick<JobQueue, 'enqueue'>;
   driver: HostingDriver;
+}
+
+export interface ProvisioningDeps {
+  operations: Pick<OperationRecords, 'create'>;
+  queue: Pick<JobQueue, 'enqueue'>;
+  driver: Pick<HostingDriver, 'estimateSeconds'>;
+}
+
+/**
+ * I7: the installs service's `startProvisioning`: in the transaction that creates the install, its
+ * provisioning operation and job. Needs only operation records, so it exists before both services.
+ */
+export function createProvisioning({ operations, queue, driver }: ProvisioningDeps) {
+  return async (tx: Db, install: InstallRow) => {
+    const op = await operations.create(tx, {
+      install,
+      type: 'provision_install',
+      resource: { type: 'install', id: install.id },
+      input: {},
+      expectedSeconds: driver.estimateSeconds('provision'),
+    });
+    await queue.enqueue(tx, 'provision_install', { operation_id: op.id });
+  };
 }
 
 type OperationPayload = { operation_id: string };
 
-export interface CopyInput {
-  source_install_id: string;
-  include_files: boolean;
-  include_db: boolean;
-  db_tables: string[] | null;
-}
+type CopyInput = OperationInput<'copy_install'>;
 
 function copyDetails(source: { id: string; name: string } | null, input: CopyInput): [string, string][] {
   return [
@@ -34,7 +56,7 @@ function copyDetails(source: { id: string; name: string } | null, input: CopyInp
 }
 
 /** The provision_install and copy_install jobs (jobs/catalog.ts). Each step is safe to run twice. */
-export function createInstallJobs({ operations, installs, queue, driver }: InstallJobsDeps) {
+export function createInstallJobs({ operations, installs, driver }: InstallJobsDeps) {
   const provision: JobHandler<OperationPayload> = {
     async run({ operation_id }, ctx) {
       const op = await operations.begin(operation_id);
@@ -42,7 +64,7 @@ export function createInstallJobs({ operations, installs, queue, driver }: Insta
       const install = await installs.findById(op.install_id);
       if (!install) return;
       const result = await driver.provision({ key: op.id, signal: ctx.signal }, installRef(install));
-      if (!result.done) return operations.waitUntil(op, result.checkAt, 'install-provision');
+      if (!result.done) return operations.waitUntil(op, result.checkAt);
       await operations.complete(op.id, async (tx) => {
         // I7: provisioning is what makes an install active.
         await installs.applySoftware(tx, install.id, {
@@ -63,7 +85,7 @@ export function createInstallJobs({ operations, installs, queue, driver }: Insta
     async run({ operation_id }, ctx) {
       const op = await operations.begin(operation_id);
       if (!op) return;
-      const input = op.input as CopyInput;
+      const input = inputOf(op, 'copy_install');
       const destination = await installs.findById(op.install_id);
       if (!destination) return;
       const source = await installs.findById(input.source_install_id);
@@ -87,7 +109,7 @@ export function createInstallJobs({ operations, installs, queue, driver }: Insta
           db_tables: input.db_tables,
         },
       );
-      if (!result.done) return operations.waitUntil(op, result.checkAt, 'install-copy');
+      if (!result.done) return operations.waitUntil(op, result.checkAt);
       await operations.complete(op.id, async (tx) => {
         // C2: the destination now runs what was copied over.
         if (input.include_files)
@@ -97,24 +119,11 @@ export function createInstallJobs({ operations, installs, queue, driver }: Insta
     },
     async exhausted({ operation_id }, error) {
       await operations.fail(operation_id, `The copy failed: ${error}`, async (tx, op) => {
-        const input = op.input as CopyInput;
+        const input = inputOf(op, 'copy_install');
         return { details: copyDetails(await installs.findById(input.source_install_id, tx), input) };
       });
     },
   };
 
-  return {
-    provision,
-    copy,
-    /** I7: in the transaction that creates the install, its provisioning operation and job. */
-    async startProvisioning(tx: Db, install: InstallRow) {
-      const op = await operations.create(tx, {
-        install,
-        type: 'provision_install',
-        resource: { type: 'install', id: install.id },
-        expectedSeconds: driver.estimateSeconds('provision'),
-      });
-      await queue.enqueue(tx, 'install-provision', { operation_id: op.id });
-    },
-  };
+  return { provision, copy };
 }

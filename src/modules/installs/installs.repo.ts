@@ -1,7 +1,7 @@
 import { and, asc, count, eq, ne, type SQL, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { installs } from '../../db/schema.js';
-import type { Page } from '../../http/pagination.js';
 
 const projection = {
   id: installs.id,
@@ -16,6 +16,7 @@ const projection = {
   stable_ips: installs.stable_ips,
   primary_domain: installs.primary_domain,
   defer_wordpress_upgrades_until: installs.defer_wordpress_upgrades_until,
+  maintenance_mode: installs.maintenance_mode,
   created_at: installs.created_at,
 };
 export type InstallRow = RowOf<typeof projection>;
@@ -74,7 +75,11 @@ export async function insertInstall(db: Db, values: typeof installs.$inferInsert
 }
 
 export async function updateInstall(db: Db, id: string, values: Partial<typeof installs.$inferInsert>) {
-  const [row] = await db.update(installs).set(values).where(eq(installs.id, id)).returning(projection);
+  // An empty change (a PATCH with no known field) is a read: UPDATE ... SET needs a column.
+  const [row] =
+    Object.keys(values).length === 0
+      ? await db.select(projection).from(installs).where(eq(installs.id, id))
+      : await db.update(installs).set(values).where(eq(installs.id, id)).returning(projection);
   return row ?? null;
 }
 

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import { callerOf } from '../../http/auth.js';
 import { envelope, pageOf } from '../../http/pagination.js';
-import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
 import { errorResponses } from '../../http/schemas.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import type { InstallRow } from './installs.repo.js';
 import {
   CreateInstallBody,
@@ -37,6 +37,7 @@ export function toInstallDetail(row: InstallRow, installDomain: string) {
     ...toInstall(row, installDomain),
     wp_version: row.wp_version,
     defer_wordpress_upgrades_until: row.defer_wordpress_upgrades_until?.toISOString() ?? null,
+    maintenance_mode: row.maintenance_mode,
   };
 }
 

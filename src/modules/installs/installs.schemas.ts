@@ -30,6 +30,9 @@ export const InstallDetailSchema = Type.Object({
   ...installFields,
   wp_version: Nullable(Type.String()),
   defer_wordpress_upgrades_until: Nullable(DateTime()),
+  maintenance_mode: Type.Boolean({
+    description: 'Hostplane extension: true while a site transfer with maintenance_mode moves the site',
+  }),
 });
 
 export const InstallList = Paginated(InstallSchema, 'A page of installs');

@@ -2,9 +2,9 @@ import { type Caller, can, requireInstall } from '../../auth/access.js';
 import { visibleInstalls } from '../../auth/visibility.js';
 import type { Db } from '../../db/client.js';
 import { sqlState } from '../../db/errors.js';
+import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
-import type { Page } from '../../http/pagination.js';
 import type { AccountsService } from '../accounts/accounts.service.js';
 import type { SitesService } from '../sites/sites.service.js';
 import * as repo from './installs.repo.js';
@@ -217,7 +217,8 @@ export function createInstallsService({
       repo.setPrimaryDomain(tx, installId, name, installDomain),
 
     /** For the admin API and other modules: no caller checks. */
-    findById: (installId: string, tx: Db = db) => repo.findInstall(tx, installId),
+    findById: async (installId: string | null, tx: Db = db) =>
+      installId === null ? null : repo.findInstall(tx, installId),
     /** For other modules, in their transaction: the install locked (operations on it serialise). */
     lock: (tx: Db, installId: string) => repo.lockInstall(tx, installId),
     /** For operations on an install, in their transaction: locked, 404 if gone, 400 while provisioning. */
@@ -256,3 +257,5 @@ export function createInstallsService({
 }
 
 export type InstallsService = ReturnType<typeof createInstallsService>;
+/** The install row other modules see (the repository stays private to this module). */
+export type { InstallRow } from './installs.repo.js';

@@ -1,7 +1,7 @@
 import { and, count, desc, eq, gt, inArray, isNotNull, or, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { operations } from '../../db/schema.js';
-import type { Page } from '../../http/pagination.js';
 
 const projection = {
   id: operations.id,

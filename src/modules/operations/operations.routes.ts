@@ -1,26 +1,10 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { callerOf } from '../../http/auth.js';
-import { baseUrl, envelope, pageOf } from '../../http/pagination.js';
-import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
+import { envelope, pageOf } from '../../http/pagination.js';
 import { errorResponses, Uuid } from '../../http/schemas.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import { OperationList, OperationParams, OperationSchema, OperationsQuery } from './operations.schemas.js';
 import { toOperation } from './operations.service.js';
-
-/** The absolute URL of an operation (PUBLIC_URL, else the request's host). */
-export function operationUrl(request: FastifyRequest, publicUrl: string | null, operationId: string): string {
-  return `${baseUrl(request, publicUrl)}/v1/operations/${operationId}`;
-}
-
-/** Every asynchronous answer carries its operation's URL (design.md: operations). */
-export function withLocation(
-  reply: FastifyReply,
-  request: FastifyRequest,
-  publicUrl: string | null,
-  operationId: string,
-): FastifyReply {
-  return reply.header('location', operationUrl(request, publicUrl, operationId));
-}
 
 export function operationsRoutes({ config, services }: RouteContext): RoutesPlugin {
   return async (app) => {

@@ -10,7 +10,7 @@ export const OperationSchema = Type.Object(
     type: Type.String({ enum: [...OPERATION_TYPES] }),
     status: Type.String({ enum: [...OPERATION_STATUSES] }),
     resource: Type.Object({
-      type: Type.String({ description: 'install or backup' }),
+      type: Type.String({ description: 'install, backup or site_transfer' }),
       id: Uuid(),
     }),
     created_at: DateTime(),
@@ -30,11 +30,3 @@ export const NotificationEmails = Type.Array(Type.String({ format: 'email', maxL
   maxItems: 50,
   description: 'Each address is notified when the work finishes',
 });
-
-/** The Location header of a 202 (response `headers` as @fastify/swagger reads them: name -> schema). */
-export const LocationHeader = {
-  location: Type.String({
-    format: 'uri',
-    description: 'Absolute URL of the operation (GET /v1/operations/{id})',
-  }),
-};

@@ -1,43 +1,41 @@
-import { type Caller, requireInstall } from '../../auth/access.js';
+import { type Caller, requireAccount, requireInstall } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
-import type { Page } from '../../http/pagination.js';
 import type { OperationJobName } from '../../jobs/catalog.js';
 import { scheduleAt } from '../../jobs/due.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { operationFinishedMail } from '../../mail/templates/operation-finished.js';
-import type { InstallRow } from '../installs/installs.repo.js';
+import type { InstallRow } from '../installs/installs.service.js';
 import { assertProvisioned, type InstallsService } from '../installs/installs.service.js';
+import {
+  assertShape,
+  inputOf,
+  isOperationType,
+  notificationEmailsOf,
+  OPERATIONS,
+  type OperationInput,
+  type OperationState,
+  type OperationType,
+} from './operation-types.js';
 import * as repo from './operations.repo.js';
 
-export type { OperationRow } from './operations.repo.js';
+export {
+  inputOf,
+  OPERATION_TYPES,
+  type OperationInput,
+  type OperationState,
+  type OperationType,
+  stateOf,
+} from './operation-types.js';
 
-/** Every kind of asynchronous request; the operation's `type`. */
-export const OPERATION_TYPES = [
-  'provision_install',
-  'copy_install',
-  'create_backup',
-  'restore_backup',
-  'refresh_disk_usage',
-  'purge_cache',
-] as const;
-export type OperationType = (typeof OPERATION_TYPES)[number];
+export type { OperationRow } from './operations.repo.js';
 
 /** An operation's visible status: queued -> in_progress -> completed | failed. */
 export const OPERATION_STATUSES = ['queued', 'in_progress', 'completed', 'failed'] as const;
 const TERMINAL = new Set(['completed', 'failed']);
-
-/** The words of notification mails and busy messages, per type. */
-const TITLES: Record<OperationType, string> = {
-  provision_install: 'Provisioning',
-  copy_install: 'Copy',
-  create_backup: 'Backup',
-  restore_backup: 'Restore',
-  refresh_disk_usage: 'Disk usage refresh',
-  purge_cache: 'Cache purge',
-};
 
 export interface OperationsDeps {
   db: Db;
@@ -46,14 +44,18 @@ export interface OperationsDeps {
   outbox: Pick<Outbox, 'add'>;
 }
 
-export interface NewOperation {
-  install: { id: string; account_id: string };
-  type: OperationType;
-  resource: { type: string; id: string };
-  input?: Record<string, unknown>;
-  /** Expected duration in seconds (expected_at = now + this). */
-  expectedSeconds?: number;
-}
+/** A new operation of type `T`: its input has that type's one shape (operation-types.ts). */
+export type NewOperation<T extends OperationType = OperationType> = {
+  [K in T]: {
+    /** The install worked on; `id` null for site-level work (a site transfer) on the account. */
+    install: { id: string | null; account_id: string };
+    type: K;
+    resource: { type: string; id: string };
+    input: OperationInput<K>;
+    /** Expected duration in seconds (expected_at = now + this). */
+    expectedSeconds?: number;
+  };
+}[T];
 
 /** How an operation ended, for the notification mail. */
 export interface Outcome {
@@ -84,7 +86,7 @@ function describeBusy(op: repo.OperationRow, installId: string, names: Map<strin
     case 'create_backup':
       return `a backup is in progress ${ref}`;
     case 'copy_install': {
-      const source = String((op.input as { source_install_id?: string }).source_install_id ?? '');
+      const source = inputOf(op, 'copy_install').source_install_id;
       return op.install_id === installId
         ? `a copy from install ${names.get(source) ?? source} is being written to it ${ref}`
         : `it is the source of a copy in progress ${ref}`;
@@ -108,11 +110,47 @@ export function toOperation(row: repo.OperationRow) {
   };
 }
 
+function values<T extends OperationType>(input: NewOperation<T>, now: Date) {
+  assertShape(input.type, 'input', input.input);
+  return {
+    account_id: input.install.account_id,
+    install_id: input.install.id,
+    type: input.type,
+    status: 'queued',
+    resource_type: input.resource.type,
+    resource_id: input.resource.id,
+    input: input.input,
+    expected_at:
+      input.expectedSeconds !== undefined ? new Date(now.getTime() + input.expectedSeconds * 1000) : null,
+    created_at: now,
+  };
+}
+
+/**
+ * Creating operations needs nothing but the database: the part of the operations service that
+ * services below it (installs, which operations reads) are given, so nothing is wired late.
+ */
+export function createOperationRecords({ clock }: { clock: Clock }) {
+  return {
+    /** In the caller's transaction: a queued operation. */
+    create: <T extends OperationType>(tx: Db, input: NewOperation<T>) =>
+      repo.insertOperation(tx, values(input, clock.now())),
+
+    /** Like create, but null when the install already has an open one of this type (M8, one restore). */
+    createUnlessOpen: <T extends 'refresh_disk_usage' | 'restore_backup'>(tx: Db, input: NewOperation<T>) =>
+      repo.insertUnlessOpen(tx, { ...values(input, clock.now()), type: input.type }),
+  };
+}
+
+export type OperationRecords = ReturnType<typeof createOperationRecords>;
+
 export function createOperationsService({ db, clock, installs, outbox }: OperationsDeps) {
+  const records = createOperationRecords({ clock });
+
   /** The notification mails (C6, B3, R3), in the transaction that ends the operation. */
   async function notify(tx: Db, op: repo.OperationRow, install: InstallRow | null, outcome: Outcome) {
-    const emails = (op.input as { notification_emails?: string[] }).notification_emails ?? [];
-    if (emails.length === 0 || !op.completed_at) return;
+    const emails = notificationEmailsOf(op);
+    if (emails.length === 0 || !op.completed_at || !op.install_id) return;
     const mail = operationFinishedMail({
       operation: {
         id: op.id,
@@ -124,7 +162,7 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
         completed_at: op.completed_at,
       },
       install: { id: op.install_id, name: install?.name ?? op.install_id },
-      title: TITLES[op.type as OperationType] ?? op.type,
+      title: isOperationType(op.type) ? OPERATIONS[op.type].title : op.type,
       details: outcome.details ?? [],
     });
     await outbox.add(
@@ -145,21 +183,30 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
     error: string | null,
     apply: (tx: Db, op: repo.OperationRow) => Promise<Outcome | undefined>,
   ): Promise<boolean> {
-    return withTransaction(db, async (tx) => {
-      const op = await repo.lockOperation(tx, id);
-      if (!op || TERMINAL.has(op.status)) return false;
-      const outcome = (await apply(tx, op)) ?? {};
-      const now = clock.now();
-      const ended = await repo.updateOperation(tx, id, {
-        status,
-        error: status === 'failed' ? (outcome.error ?? error) : null,
-        started_at: op.started_at ?? now,
-        completed_at: now,
-        expected_at: null,
-      });
-      await notify(tx, ended, await installs.findById(op.install_id, tx), outcome);
-      return true;
+    return withTransaction(db, (tx) => endWithin(tx, id, status, error, apply));
+  }
+
+  /** `end` inside the caller's transaction (a cancellation ends its operation with its resource). */
+  async function endWithin(
+    tx: Db,
+    id: string,
+    status: 'completed' | 'failed',
+    error: string | null,
+    apply: (tx: Db, op: repo.OperationRow) => Promise<Outcome | undefined>,
+  ): Promise<boolean> {
+    const op = await repo.lockOperation(tx, id);
+    if (!op || TERMINAL.has(op.status)) return false;
+    const outcome = (await apply(tx, op)) ?? {};
+    const now = clock.now();
+    const ended = await repo.updateOperation(tx, id, {
+      status,
+      error: status === 'failed' ? (outcome.error ?? error) : null,
+      started_at: op.started_at ?? now,
+      completed_at: now,
+      expected_at: null,
     });
+    await notify(tx, ended, await installs.findById(op.install_id, tx), outcome);
+    return true;
   }
 
   return {
@@ -167,7 +214,9 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
     async get(caller: Caller, id: string) {
       const op = await repo.findOperation(db, id);
       if (!op) throw Errors.notFound();
-      requireInstall(caller, { id: op.install_id, account_id: op.account_id }, 'installs:read');
+      // Site-level work (a transfer, A3): the billing roles of the account that holds the site.
+      if (op.install_id === null) requireAccount(caller, op.account_id, 'transfers:manage');
+      else requireInstall(caller, { id: op.install_id, account_id: op.account_id }, 'installs:read');
       return op;
     },
 
@@ -177,16 +226,7 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
       return repo.listForInstall(db, installId, page);
     },
 
-    /** In the caller's transaction: a queued operation. */
-    create(tx: Db, input: NewOperation) {
-      const now = clock.now();
-      return repo.insertOperation(tx, values(input, now));
-    },
-
-    /** Like create, but null when the install already has an open one of this type (M8, one restore). */
-    createUnlessOpen(tx: Db, input: NewOperation & { type: 'refresh_disk_usage' | 'restore_backup' }) {
-      return repo.insertUnlessOpen(tx, { ...values(input, clock.now()), type: input.type });
-    },
+    ...records,
 
     /**
      * G12: a busy install is a 400 that says what it is busy with. A write (copy into, restore)
@@ -201,7 +241,8 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
         return other !== null && (intent === 'write' || other === 'write');
       });
       if (!conflict) return;
-      const source = (conflict.input as { source_install_id?: string }).source_install_id;
+      const source =
+        conflict.type === 'copy_install' ? inputOf(conflict, 'copy_install').source_install_id : null;
       const names = new Map<string, string>();
       if (source) names.set(source, (await installs.findById(source, tx))?.name ?? source);
       throw Errors.valueUnavailable(
@@ -228,7 +269,10 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
     },
 
     /** Job step: the driver said "ask again at `checkAt`": due work re-runs the job then. */
-    async waitUntil(op: repo.OperationRow, checkAt: Date, job: OperationJobName) {
+    async waitUntil(op: repo.OperationRow, checkAt: Date) {
+      if (!isOperationType(op.type)) throw new Error(`operation ${op.id} has an unknown type ${op.type}`);
+      // The step job of an operation is named after its type (jobs/catalog.ts).
+      const job: OperationJobName = op.type;
       await withTransaction(db, async (tx) => {
         await scheduleAt(tx, `operation:${op.id}`, job, { operation_id: op.id }, checkAt);
         await repo.updateOperation(tx, op.id, { expected_at: checkAt });
@@ -244,8 +288,11 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
       });
     },
 
-    /** Job step: private progress (a checkpoint's id), written in the caller's transaction. */
-    setState: (tx: Db, id: string, state: Record<string, unknown>) => repo.updateOperation(tx, id, { state }),
+    /** Job step: private progress (a checkpoint's id), in its type's shape, in the caller's transaction. */
+    setState<T extends OperationType>(tx: Db, id: string, type: T, state: OperationState<T>) {
+      assertShape(type, 'state', state);
+      return repo.updateOperation(tx, id, { state });
+    },
 
     /** Completes the operation once, with its effects and notification mails in one transaction. */
     complete: (id: string, apply: (tx: Db, op: repo.OperationRow) => Promise<Outcome | undefined>) =>
@@ -258,26 +305,26 @@ export function createOperationsService({ db, clock, installs, outbox }: Operati
       apply: (tx: Db, op: repo.OperationRow) => Promise<Outcome | undefined>,
     ) => end(id, 'failed', error, apply),
 
+    /** Like fail, in the caller's transaction (the resource and its operation end together). */
+    failWithin: (
+      tx: Db,
+      id: string,
+      error: string,
+      apply: (tx: Db, op: repo.OperationRow) => Promise<Outcome | undefined>,
+    ) => endWithin(tx, id, 'failed', error, apply),
+
     find: (id: string, tx: Db = db) => repo.findOperation(tx, id),
     openOfType: (installId: string, type: OperationType, tx: Db = db) => repo.openOfType(tx, installId, type),
     lastCompleted: (installId: string, type: OperationType) => repo.lastCompleted(db, installId, type),
-    latestSince: repo.latestSince,
+    /** The newest operation of a type on an install created after `since` whose input has `key: value`. */
+    latestSince: <T extends OperationType>(
+      tx: Db,
+      installId: string,
+      type: T,
+      since: Date,
+      match: { key: keyof OperationInput<T> & string; value: string },
+    ) => repo.latestSince(tx, installId, type, since, match),
   };
-
-  function values(input: NewOperation, now: Date) {
-    return {
-      account_id: input.install.account_id,
-      install_id: input.install.id,
-      type: input.type,
-      status: 'queued',
-      resource_type: input.resource.type,
-      resource_id: input.resource.id,
-      input: input.input ?? {},
-      expected_at:
-        input.expectedSeconds !== undefined ? new Date(now.getTime() + input.expectedSeconds * 1000) : null,
-      created_at: now,
-    };
-  }
 }
 
 export type OperationsService = ReturnType<typeof createOperationsService>;

@@ -1,7 +1,7 @@
 import { and, asc, count, eq, type SQL, sql } from 'drizzle-orm';
 import { type Db, queryRows, type RowOf } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { installs, sites } from '../../db/schema.js';
-import type { Page } from '../../http/pagination.js';
 
 const projection = {
   id: sites.id,
@@ -89,7 +89,11 @@ export async function insertSite(db: Db, values: typeof sites.$inferInsert): Pro
 }
 
 export async function updateSite(db: Db, id: string, values: Partial<typeof sites.$inferInsert>) {
-  const [row] = await db.update(sites).set(values).where(eq(sites.id, id)).returning(projection);
+  // An empty change (a PATCH with no known field) is a read: UPDATE ... SET needs a column.
+  const [row] =
+    Object.keys(values).length === 0
+      ? await db.select(projection).from(sites).where(eq(sites.id, id))
+      : await db.update(sites).set(values).where(eq(sites.id, id)).returning(projection);
   return row ?? null;
 }
 

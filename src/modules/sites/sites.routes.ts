@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import { callerOf } from '../../http/auth.js';
 import { envelope, pageOf } from '../../http/pagination.js';
-import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
 import { errorResponses } from '../../http/schemas.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import {
   CreateSiteBody,
   ListSitesQuery,

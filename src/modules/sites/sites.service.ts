@@ -1,9 +1,9 @@
 import { type Action, type Caller, can } from '../../auth/access.js';
 import { visibleInstalls, visibleSites } from '../../auth/visibility.js';
 import type { Db } from '../../db/client.js';
+import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
-import type { Page } from '../../http/pagination.js';
 import type { AccountsService } from '../accounts/accounts.service.js';
 import * as repo from './sites.repo.js';
 

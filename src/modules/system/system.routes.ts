@@ -1,13 +1,14 @@
-import { sql } from 'drizzle-orm';
 import { Type } from 'typebox';
-import type { Db } from '../../db/client.js';
-import type { RoutesPlugin } from '../../http/route-context.js';
 import { publicErrorResponses } from '../../http/schemas.js';
+import type { RoutesPlugin } from '../../route-context.js';
 
 const Health = Type.Object({ status: Type.String() });
 
-/** Process and database health for orchestrators; no auth, not rate limited. */
-export function healthRoutes(db: Db): RoutesPlugin {
+/**
+ * Process and database health for orchestrators; no auth, not rate limited. `databaseReady` asks
+ * the database (db/client.ts `ping`) and throws when it does not answer.
+ */
+export function healthRoutes(databaseReady: () => Promise<void>): RoutesPlugin {
   return async (app) => {
     app.get(
       '/healthz',
@@ -28,7 +29,7 @@ export function healthRoutes(db: Db): RoutesPlugin {
       },
       // A database error becomes a 503 through the error renderer (G11).
       async () => {
-        await db.execute(sql`select 1`);
+        await databaseReady();
         return { status: 'ok' };
       },
     );

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppError } from '../../errors.js';
-import { datesOf, resolveRange } from './usage-range.js';
+import { datesOf, oldestFirstDate, resolveRange } from './usage-range.js';
 
 const now = new Date('2025-03-15T10:00:00Z');
 const fieldOf = (fn: () => unknown) => {
@@ -47,5 +47,29 @@ describe('resolveRange (M1-M4)', () => {
       'first_date',
     );
     assert.ok(resolveRange({ first_date: '2024-02-16', last_date: '2024-02-17' }, now));
+  });
+  it('M3 13 months to the day: the same day 13 months back passes, the day before is refused', () => {
+    assert.ok(resolveRange({ first_date: '2024-02-15', last_date: '2024-02-15' }, now));
+    assert.equal(
+      fieldOf(() => resolveRange({ first_date: '2024-02-14', last_date: '2024-02-15' }, now)),
+      'first_date',
+    );
+  });
+  it('M3 a day missing from the month 13 months back clamps to its last day', () => {
+    assert.equal(oldestFirstDate(new Date('2026-03-31T23:59:59Z')), '2025-02-28');
+    assert.equal(oldestFirstDate(new Date('2025-03-31T00:00:00Z')), '2024-02-29');
+    assert.equal(oldestFirstDate(new Date('2026-01-31T00:00:00Z')), '2024-12-31');
+  });
+  it('M1 a date that does not exist is a 400 on its field', () => {
+    assert.equal(
+      fieldOf(() => resolveRange({ first_date: '2025-02-29', last_date: '2025-03-01' }, now)),
+      'first_date',
+    );
+  });
+  it('M1 a reversed range is a 400 on last_date', () => {
+    assert.equal(
+      fieldOf(() => resolveRange({ first_date: '2025-03-02', last_date: '2025-03-01' }, now)),
+      'last_date',
+    );
   });
 });

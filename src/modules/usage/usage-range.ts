@@ -32,16 +32,39 @@ export function resolveRange(
   }
   const from = parse(first);
   const to = parse(last);
+  for (const [field, value, date] of [
+    ['first_date', first, from],
+    ['last_date', last, to],
+  ] as const) {
+    if (Number.isNaN(date.getTime()) || isoDate(date) !== value) {
+      throw Errors.invalidValue('usage', field, `${field} "${value}" is not a date (YYYY-mm-dd)`);
+    }
+  }
   if (to < from) throw Errors.invalidValue('usage', 'last_date', 'last_date must not be before first_date');
   if ((to.getTime() - from.getTime()) / DAY_MS + 1 > MAX_RANGE_DAYS) {
     throw Errors.invalidValue('usage', 'last_date', `The range cannot exceed ${MAX_RANGE_DAYS} days`);
   }
-  const oldest = new Date(now);
-  oldest.setUTCMonth(oldest.getUTCMonth() - 13);
-  if (from < parse(isoDate(oldest))) {
-    throw Errors.invalidValue('usage', 'first_date', 'first_date cannot be older than 13 months');
+  const oldest = oldestFirstDate(now);
+  if (first < oldest) {
+    throw Errors.invalidValue(
+      'usage',
+      'first_date',
+      `first_date cannot be older than 13 months (the oldest allowed today is ${oldest})`,
+    );
   }
   return { first, last };
+}
+
+/**
+ * M3: the oldest first_date allowed at `now`: the same day 13 months earlier, or that month's last
+ * day when it is shorter (13 months before 2026-03-31 is 2025-02-28).
+ */
+export function oldestFirstDate(now: Date): string {
+  const months = now.getUTCFullYear() * 12 + now.getUTCMonth() - 13;
+  const year = Math.floor(months / 12);
+  const month = months % 12;
+  const lastDay = new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
+  return isoDate(new Date(Date.UTC(year, month, Math.min(now.getUTCDate(), lastDay))));
 }
 
 /** Every date of an inclusive range, oldest first. */

@@ -22,7 +22,7 @@ export function createUsageJobs({ operations, installs, usage, driver, clock }: 
       const install = await installs.findById(op.install_id);
       if (!install) return;
       const result = await driver.measureDisk({ key: op.id, signal: ctx.signal }, installRef(install));
-      if (!result.done) return operations.waitUntil(op, result.checkAt, 'disk-usage-refresh');
+      if (!result.done) return operations.waitUntil(op, result.checkAt);
       await operations.complete(op.id, async (tx) => {
         await usage.recordStorage(tx, install.id, clock.now(), result.value);
         return undefined;

@@ -3,12 +3,21 @@ import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
 import type { HostingDriver } from '../../drivers/driver.js';
+import { Errors, type FieldError } from '../../errors.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { InstallsService } from '../installs/installs.service.js';
 import type { OperationRow, OperationsService } from '../operations/operations.service.js';
 import * as repo from './usage.repo.js';
-import { METRICS } from './usage.schemas.js';
 import { datesOf, isoDate, resolveRange } from './usage-range.js';
+import {
+  type Day,
+  fillStorage,
+  METRICS,
+  type Metric,
+  parseValue,
+  rollupOf,
+  type Values,
+} from './usage-values.js';
 
 export interface UsageDeps {
   db: Db;
@@ -19,7 +28,52 @@ export interface UsageDeps {
   driver: Pick<HostingDriver, 'estimateSeconds'>;
 }
 
-const metric = (value: number | null) => (value === null ? null : String(value));
+/** At most this many field errors in one 400 of the ingest (a bad file would list thousands). */
+const MAX_REPORTED_ERRORS = 20;
+
+/**
+ * The days of a range (oldest first) from the stored rows, with storage filled from the last known
+ * figures (before the range: `seed`) up to today. Days without a row have every metric null.
+ */
+export function seriesOf(
+  dates: string[],
+  rows: repo.DailyRow[],
+  seed: Partial<repo.StorageSeed> | undefined,
+  today: string,
+): Day[] {
+  const byDate = new Map(rows.map((r) => [r.date, r]));
+  const days = dates.map((date) => {
+    const row = byDate.get(date);
+    const values = Object.fromEntries(METRICS.map((m) => [m, row?.[m] ?? null])) as Values;
+    return { date, ...values };
+  });
+  return fillStorage(days, seed ?? {}, today);
+}
+
+/** POST /admin/v1/usage rows as the schema let them through (metric values still unchecked). */
+export type IngestInput = { install_id: string; date: string } & Partial<Record<Metric, unknown>>;
+
+function validateIngest(rows: IngestInput[]): { parsed: repo.IngestRow[]; errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const seen = new Map<string, number>();
+  const error = (field: string, message: string, code = 'invalid_value') =>
+    errors.push({ resource: 'usage', field, type: 'invalid_value', code, message });
+  const parsed = rows.map((row, i) => {
+    const key = `${row.install_id}/${row.date}`;
+    const earlier = seen.get(key);
+    if (earlier !== undefined) error(`rows[${i}].date`, `rows[${earlier}] has the same install and date`);
+    seen.set(key, i);
+    const values: Partial<Values> = {};
+    for (const m of METRICS) {
+      if (!(m in row)) continue;
+      const result = parseValue(row[m]);
+      if ('problem' in result) error(`rows[${i}].${m}`, `${m} ${result.problem}`);
+      else values[m] = result.ok;
+    }
+    return { install_id: row.install_id, date: row.date, values };
+  });
+  return { parsed, errors };
+}
 
 export function createUsageService({ db, clock, installs, operations, queue, driver }: UsageDeps) {
   /** M7, M8: one pending recalculation per install; a request while one is pending joins it. */
@@ -30,10 +84,11 @@ export function createUsageService({ db, clock, installs, operations, queue, dri
         install,
         type: 'refresh_disk_usage',
         resource: { type: 'install', id: install.id },
+        input: {},
         expectedSeconds: driver.estimateSeconds('measure_disk'),
       });
       if (created) {
-        await queue.enqueue(tx, 'disk-usage-refresh', { operation_id: created.id });
+        await queue.enqueue(tx, 'refresh_disk_usage', { operation_id: created.id });
         return created;
       }
       const pending = await operations.openOfType(install.id, 'refresh_disk_usage', tx);
@@ -49,7 +104,7 @@ export function createUsageService({ db, clock, installs, operations, queue, dri
       return refresh(installId);
     },
 
-    /** Every active install of the account the caller sees: each collapses like a single refresh. */
+    /** Every active install of the account the caller sees: each collapses like a single refresh (M8). */
     async refreshAccount(caller: Caller, accountId: string) {
       requireAccount(caller, accountId, 'usage:account');
       const { rows } = await installs.list(caller, { limit: 100_000, offset: 0 }, accountId);
@@ -58,31 +113,57 @@ export function createUsageService({ db, clock, installs, operations, queue, dri
       return active.length;
     },
 
-    /** M9: daily metrics of the range, and the refresh times. */
+    /** getInstallUsageMetrics (M1-M4, M9): the range's days, most recent first, and their rollup. */
     async installUsage(
       caller: Caller,
       installId: string,
       query: { first_date?: string; last_date?: string },
     ) {
-      await installs.requireInstall(caller, installId, 'installs:read');
-      const range = resolveRange(query, clock.now());
-      const rows = new Map(
-        (await repo.listDaily(db, installId, range.first, range.last)).map((r) => [r.date, r]),
-      );
+      const install = await installs.requireInstall(caller, installId, 'installs:read');
+      const now = clock.now();
+      const range = resolveRange(query, now);
+      const rows = await repo.listDaily(db, installId, range.first, range.last);
+      const [seed] = await repo.storageBefore(db, [installId], range.first);
+      const days = seriesOf(datesOf(range), rows, seed, isoDate(now));
       const pending = await operations.openOfType(installId, 'refresh_disk_usage');
       const updated = await operations.lastCompleted(installId, 'refresh_disk_usage');
       return {
         install_id: installId,
+        install_name: install.name,
         first_date: range.first,
         last_date: range.last,
-        metrics: datesOf(range).map((date) => {
-          const row = rows.get(date);
-          const values = Object.fromEntries(METRICS.map((m) => [m, metric(row?.[m] ?? null)]));
-          return { date, ...(values as Record<(typeof METRICS)[number], string | null>) };
-        }),
-        storage_refresh_expected_time: pending ? (pending.expected_at ?? clock.now()).toISOString() : null,
+        metrics: [...days].reverse(),
+        metrics_rollup: rollupOf(days),
+        storage_refresh_expected_time: pending ? (pending.expected_at ?? now).toISOString() : null,
         storage_update_time: updated?.toISOString() ?? null,
       };
+    },
+
+    /**
+     * POST /admin/v1/usage: validate every row (values, duplicates, install ids), then upsert them in
+     * one transaction; a 400 lists the first problems by row index and changes nothing.
+     */
+    async ingest(rows: IngestInput[]) {
+      const { parsed, errors } = validateIngest(rows);
+      const ids = [...new Set(parsed.map((r) => r.install_id))];
+      const known = await repo.existingInstalls(db, ids);
+      parsed.forEach((r, i) => {
+        if (known.has(r.install_id)) return;
+        errors.push({
+          resource: 'usage',
+          field: `rows[${i}].install_id`,
+          type: 'invalid_value',
+          code: 'unknown_install',
+          message: `No install ${r.install_id}`,
+        });
+      });
+      if (errors.length > 0) {
+        const shown = errors.slice(0, MAX_REPORTED_ERRORS);
+        const more = errors.length > shown.length ? ` (the first ${shown.length} of ${errors.length})` : '';
+        throw Errors.badRequest(`${errors.length} problem(s) in rows${more}; nothing was stored`, shown);
+      }
+      await withTransaction(db, (tx) => repo.ingest(tx, parsed));
+      return { rows: parsed.length };
     },
 
     /** For the job: the day's storage metrics from a finished measurement. */
@@ -93,8 +174,8 @@ export function createUsageService({ db, clock, installs, operations, queue, dri
       usage: { file_bytes: number; database_bytes: number },
     ) =>
       repo.upsertStorage(tx, installId, isoDate(at), {
-        storage_file_bytes: usage.file_bytes,
-        storage_database_bytes: usage.database_bytes,
+        storage_file_bytes: String(usage.file_bytes),
+        storage_database_bytes: String(usage.database_bytes),
       }),
   };
 }

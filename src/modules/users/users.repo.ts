@@ -95,3 +95,7 @@ export async function listMemberships(db: Db, userId: string) {
 export async function insertCredential(db: Db, userId: string, username: string, passwordHash: string) {
   await db.insert(credentials).values({ user_id: userId, username, password_hash: passwordHash });
 }
+
+export async function setMfaEnabled(db: Db, userId: string, value: boolean) {
+  await db.update(users).set({ mfa_enabled: value }).where(eq(users.id, userId));
+}

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { callerOf } from '../../http/auth.js';
-import type { RouteContext, RoutesPlugin } from '../../http/route-context.js';
 import { errorResponses, Nullable, Uuid } from '../../http/schemas.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 
 export const CurrentUserSchema = Type.Object({
   id: Uuid(),

@@ -25,7 +25,7 @@ export interface CreateUserInput {
 export interface UsersDeps {
   db: Db;
   accounts: Pick<AccountsService, 'find'>;
-  authenticator: Pick<Authenticator, 'invalidate'>;
+  authenticator: Pick<Authenticator, 'invalidate' | 'membershipsChanged'>;
 }
 
 export function createUsersService({ db, accounts, authenticator }: UsersDeps) {
@@ -100,6 +100,7 @@ export function createUsersService({ db, accounts, authenticator }: UsersDeps) {
         if (!(await repo.findUser(tx, userId))) throw Errors.notFound();
         const checked = await checkedMembership(tx, input, 0);
         await repo.putMembership(tx, checked.accountId, userId, checked.roles, checked.installIds);
+        await authenticator.membershipsChanged(tx);
         return describe(tx, userId);
       });
       authenticator.invalidate();
@@ -107,8 +108,17 @@ export function createUsersService({ db, accounts, authenticator }: UsersDeps) {
     },
 
     async deleteMembership(userId: string, accountId: string) {
-      if (!(await repo.deleteMembership(db, accountId, userId))) throw Errors.notFound();
+      await withTransaction(db, async (tx) => {
+        if (!(await repo.deleteMembership(tx, accountId, userId))) throw Errors.notFound();
+        await authenticator.membershipsChanged(tx);
+      });
       authenticator.invalidate();
+    },
+
+    /** Operators only: `mfa_enabled` is false unless set here (Hostplane has no MFA enrolment). */
+    async adminUpdate(userId: string, values: { mfa_enabled?: boolean }) {
+      if (values.mfa_enabled !== undefined) await repo.setMfaEnabled(db, userId, values.mfa_enabled);
+      return describe(db, userId);
     },
 
     /** A new API credential; the password is returned once and stored as a hash only. */

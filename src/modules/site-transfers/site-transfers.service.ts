@@ -1,0 +1,290 @@
+import { type Caller, can, requireAccount } from '../../auth/access.js';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/client.js';
+import { sqlState } from '../../db/errors.js';
+import type { Page } from '../../db/page.js';
+import { withTransaction } from '../../db/transaction.js';
+import type { HostingDriver } from '../../drivers/driver.js';
+import { AppError, Errors, type FieldError } from '../../errors.js';
+import { cancelDue, scheduleAt } from '../../jobs/due.js';
+import type { JobQueue } from '../../jobs/queue.js';
+import type { Outbox } from '../../mail/outbox.js';
+import { siteTransferFinishedMail } from '../../mail/templates/site-transfer-finished.js';
+import type { OperationRow, OperationsService, Outcome } from '../operations/operations.service.js';
+import type { SitesService } from '../sites/sites.service.js';
+import { checkScheduledTime, type ScheduleProblem } from './scheduled-time.js';
+import * as repo from './site-transfers.repo.js';
+
+export type { TransferRow } from './site-transfers.repo.js';
+
+export interface SiteTransfersDeps {
+  db: Db;
+  clock: Clock;
+  sites: Pick<SitesService, 'requireSite'>;
+  operations: Pick<OperationsService, 'create' | 'failWithin'>;
+  queue: Pick<JobQueue, 'enqueue'>;
+  driver: Pick<HostingDriver, 'estimateSeconds'>;
+  outbox: Pick<Outbox, 'add'>;
+}
+
+export interface CreateTransferInput {
+  destination_account_id: string;
+  scheduled_time?: string | null;
+  maintenance_mode?: boolean;
+}
+
+/** The DELETE conflict text, exactly as the reference gives it (T9). */
+export const ALREADY_STARTED = 'Transfer has already started and cannot be cancelled';
+
+const STARTABLE = new Set(['pending', 'scheduled']);
+
+const SCHEDULE_MESSAGES: Record<ScheduleProblem, string> = {
+  format: 'scheduled_time must be an RFC 3339 date-time with an offset, e.g. 2026-06-01T14:30:00Z',
+  too_soon: 'scheduled_time must be more than 1 hour in the future',
+  too_late: 'scheduled_time must be less than 7 days in the future',
+};
+
+/** T8: a transfer parameter that fails validation is a 422 with one field error (G7). */
+function unprocessable(field: string, type: FieldError['type'], code: string, message: string) {
+  return Errors.unprocessable(message, [{ resource: 'site_transfer', field, type, code, message }]);
+}
+
+const activeConflict = (siteId: string) =>
+  Errors.conflict(`Site ${siteId} already has an active transfer; cancel it or wait for it to finish`);
+
+/** Why a transfer may not start on this site now (T4, T7), or null. Also re-checked when it runs. */
+function siteProblem(site: { id: string; sandbox: boolean; transferable: boolean }): string | null {
+  if (site.sandbox) return `Site ${site.id} is a sandbox site; sandbox sites cannot be transferred`;
+  if (!site.transferable) return `Site ${site.id} is not transferable`;
+  return null;
+}
+
+/** Why an account may not receive sites (T5, T7), or null. */
+function destinationProblem(
+  account: { id: string; sites_enabled: boolean; preferred_data_center: string | null } | null,
+  id: string,
+): string | null {
+  if (!account) return `Destination account ${id} no longer exists`;
+  if (!account.preferred_data_center) {
+    return `Destination account ${id} has no preferred data center configured; it cannot receive sites`;
+  }
+  if (!account.sites_enabled) return `Destination account ${id} does not have sites enabled`;
+  return null;
+}
+
+export function createSiteTransfersService(deps: SiteTransfersDeps) {
+  const { db, clock, sites, operations, queue, driver, outbox } = deps;
+
+  async function visibleTransfer(caller: Caller, siteId: string, transferId: string) {
+    await sites.requireSite(caller, siteId, 'transfers:manage');
+    const transfer = await repo.findTransfer(db, transferId);
+    if (!transfer || transfer.site_id !== siteId) throw Errors.notFound();
+    return transfer;
+  }
+
+  /** T2, T3, T6, T8: what can be decided from the caller and the body alone. */
+  function checkRequest(caller: Caller, originAccountId: string, input: CreateTransferInput) {
+    const destinationId = input.destination_account_id;
+    const destination = caller.memberships.get(destinationId);
+    if (!destination) {
+      throw unprocessable(
+        'destination_account_id',
+        'access_error',
+        'destination_not_accessible',
+        `Account ${destinationId} does not exist or is not accessible`,
+      );
+    }
+    if (!can(destination.roles, 'transfers:manage')) throw Errors.forbidden();
+    if (destinationId === originAccountId) {
+      throw unprocessable(
+        'destination_account_id',
+        'invalid_value',
+        'same_account',
+        `Site is already in account ${destinationId}; the destination account must differ from the origin`,
+      );
+    }
+    if (input.scheduled_time === undefined || input.scheduled_time === null) return null;
+    const checked = checkScheduledTime(input.scheduled_time, clock.now());
+    if ('problem' in checked) {
+      throw unprocessable(
+        'scheduled_time',
+        'invalid_value',
+        `scheduled_time_${checked.problem}`,
+        SCHEDULE_MESSAGES[checked.problem],
+      );
+    }
+    return checked.at;
+  }
+
+  async function insert(
+    tx: Db,
+    siteId: string,
+    originId: string,
+    input: CreateTransferInput,
+    at: Date | null,
+  ) {
+    const site = await repo.lockSiteRow(tx, siteId);
+    if (!site || site.account_id !== originId) throw Errors.notFound();
+    const problem = siteProblem(site);
+    if (problem) throw Errors.conflict(problem);
+    const destination = await repo.findAccountRow(tx, input.destination_account_id);
+    const ineligible = destinationProblem(destination, input.destination_account_id);
+    if (ineligible || !destination)
+      throw Errors.conflict(ineligible ?? 'Destination account is not eligible');
+    if (await repo.activeOfSite(tx, siteId)) throw activeConflict(siteId);
+    const origin = await repo.findAccountRow(tx, originId);
+    const now = clock.now();
+    const transfer = await repo.insertTransfer(tx, {
+      site_id: siteId,
+      origin_account_id: originId,
+      destination_account_id: destination.id,
+      status: at ? 'scheduled' : 'pending',
+      // T10: the names as they are now.
+      site_name: site.name,
+      install_names: await repo.installNamesOfSite(tx, siteId),
+      origin_account_name: origin?.name ?? originId,
+      destination_account_name: destination.name,
+      scheduled_time: at,
+      maintenance_mode: input.maintenance_mode ?? false,
+      created_at: now,
+      updated_at: now,
+    });
+    const wait = at ? Math.ceil((at.getTime() - now.getTime()) / 1000) : 0;
+    const operation = await operations.create(tx, {
+      install: { id: null, account_id: originId },
+      type: 'transfer_site',
+      resource: { type: 'site_transfer', id: transfer.id },
+      input: { site_id: siteId, destination_account_id: destination.id },
+      expectedSeconds: wait + driver.estimateSeconds('move_site'),
+    });
+    const row = await repo.updateTransfer(tx, transfer.id, { operation_id: operation.id });
+    // G10: immediate work is queued now; scheduled work is due work, so it survives restarts and
+    // follows the (manual) clock.
+    if (at)
+      await scheduleAt(tx, `operation:${operation.id}`, 'transfer_site', { operation_id: operation.id }, at);
+    else await queue.enqueue(tx, 'transfer_site', { operation_id: operation.id });
+    return { transfer: row, operation };
+  }
+
+  /** The notification to both accounts' owners, in the transaction that ends the transfer. */
+  async function mailOwners(tx: Db, transfer: repo.TransferRow, op: OperationRow, error: string | null) {
+    const status = transfer.status as 'completed' | 'failed';
+    const mail = siteTransferFinishedMail({ transfer, status, error, finishedAt: clock.now() });
+    const emails = await repo.ownerEmails(tx, [transfer.origin_account_id, transfer.destination_account_id]);
+    await outbox.add(
+      tx,
+      emails.map((to) => ({ operation_id: op.id, event: `transfer_site.${status}`, to, ...mail })),
+    );
+  }
+
+  const details = (t: repo.TransferRow): [string, string][] => [
+    ['Site', t.site_name],
+    ['From account', t.origin_account_name],
+    ['To account', t.destination_account_name],
+  ];
+
+  return {
+    /** T2-T8: a pending (immediate) or scheduled transfer and its operation. */
+    async create(caller: Caller, siteId: string, input: CreateTransferInput) {
+      const site = await sites.requireSite(caller, siteId, 'transfers:manage');
+      const at = checkRequest(caller, site.account_id, input);
+      try {
+        return await withTransaction(db, (tx) => insert(tx, siteId, site.account_id, input, at));
+      } catch (err) {
+        // T7: the partial unique index is the last word when two requests race past the check.
+        if (!(err instanceof AppError) && sqlState(err)?.code === '23505') throw activeConflict(siteId);
+        throw err;
+      }
+    },
+
+    /** T1: the transfers initiated from the account; owner or full,billing (A3). */
+    async listForAccount(caller: Caller, accountId: string, page: Page) {
+      requireAccount(caller, accountId, 'transfers:manage');
+      return repo.listOfAccount(db, accountId, page);
+    },
+
+    async listForSite(caller: Caller, siteId: string, page: Page) {
+      await sites.requireSite(caller, siteId, 'transfers:manage');
+      return repo.listOfSite(db, siteId, page);
+    },
+
+    get: visibleTransfer,
+
+    /** T9: 204 before the transfer starts; 409 once it has. Cancelling twice is still a 204. */
+    async cancel(caller: Caller, siteId: string, transferId: string) {
+      await visibleTransfer(caller, siteId, transferId);
+      await withTransaction(db, async (tx) => {
+        const transfer = await repo.lockTransfer(tx, transferId);
+        if (!transfer) throw Errors.notFound();
+        if (transfer.status === 'cancelled') return;
+        if (!STARTABLE.has(transfer.status)) throw Errors.conflict(ALREADY_STARTED);
+        await repo.updateTransfer(tx, transferId, { status: 'cancelled', updated_at: clock.now() });
+        if (!transfer.operation_id) return;
+        await cancelDue(tx, `operation:${transfer.operation_id}`);
+        await operations.failWithin(
+          tx,
+          transfer.operation_id,
+          'The site transfer was cancelled',
+          async () => ({
+            details: details(transfer),
+          }),
+        );
+      });
+    },
+
+    // For the job handler (site-transfers.jobs.ts), each in the caller's transaction or alone.
+
+    find: (transferId: string, tx: Db = db) => repo.findTransfer(tx, transferId),
+
+    /** pending/scheduled -> in_progress (T9); with maintenance_mode the installs show it. */
+    async start(tx: Db, transferId: string) {
+      const transfer = await repo.lockTransfer(tx, transferId);
+      if (!transfer || !STARTABLE.has(transfer.status)) return null;
+      if (transfer.maintenance_mode) await repo.setMaintenance(tx, transfer.site_id, true);
+      return repo.updateTransfer(tx, transferId, { status: 'in_progress', updated_at: clock.now() });
+    },
+
+    /** Run-time check: the rules may have changed since the request (an operator, a deletion). */
+    async problemAtRun(transfer: repo.TransferRow): Promise<string | null> {
+      return withTransaction(db, async (tx) => {
+        const site = await repo.lockSiteRow(tx, transfer.site_id);
+        if (!site) return `Site ${transfer.site_id} no longer exists`;
+        if (site.account_id !== transfer.origin_account_id) {
+          return `Site ${transfer.site_id} is no longer in account ${transfer.origin_account_id}`;
+        }
+        const destination = await repo.findAccountRow(tx, transfer.destination_account_id);
+        return siteProblem(site) ?? destinationProblem(destination, transfer.destination_account_id);
+      });
+    },
+
+    installIdsOf: (siteId: string) => repo.installIdsOfSite(db, siteId),
+
+    /** T11: the move, the completed status and the owners' mails in the operation's transaction. */
+    async finish(tx: Db, transferId: string, op: OperationRow): Promise<Outcome> {
+      const transfer = await repo.lockTransfer(tx, transferId);
+      if (transfer?.status !== 'in_progress') return {};
+      await repo.moveSite(tx, {
+        siteId: transfer.site_id,
+        destinationAccountId: transfer.destination_account_id,
+      });
+      const done = await repo.updateTransfer(tx, transferId, {
+        status: 'completed',
+        updated_at: clock.now(),
+      });
+      await mailOwners(tx, done, op, null);
+      return { details: details(done) };
+    },
+
+    /** failed (T9): nothing moved, maintenance off, the owners told. */
+    async markFailed(tx: Db, transferId: string, op: OperationRow, error: string): Promise<Outcome> {
+      const transfer = await repo.lockTransfer(tx, transferId);
+      if (!transfer || !['pending', 'scheduled', 'in_progress'].includes(transfer.status)) return {};
+      await repo.setMaintenance(tx, transfer.site_id, false);
+      const failed = await repo.updateTransfer(tx, transferId, { status: 'failed', updated_at: clock.now() });
+      await mailOwners(tx, failed, op, error);
+      return { details: details(failed) };
+    },
+  };
+}
+
+export type SiteTransfersService = ReturnType<typeof createSiteTransfersService>;
