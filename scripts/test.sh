@@ -84,9 +84,20 @@ run_unit() {
   return "${PIPESTATUS[0]}"
 }
 
+# Process tests run the compiled CLI (test/support/process.ts), as `npm start` does: build it once
+# here when the sources changed since the last build (npm ci builds it through `prepare`).
+ensure_build() {
+  if [ ! -f dist/.build-stamp ] ||
+    [ -n "$(find src tsconfig.build.json -newer dist/.build-stamp -print -quit)" ]; then
+    echo "compiling: the sources changed since the last build"
+    npm run --silent build
+  fi
+}
+
 run_api() {
   local db="$1"
   shift
+  ensure_build
   if [ "$#" -gt 0 ]; then files=("$@"); else mapfile -t files < <(find test/api -name '*.test.ts' | sort); fi
   echo "== API tests on ${db}"
   TEST_DB="$db" node --import tsx test/support/prepare.ts

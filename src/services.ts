@@ -82,16 +82,16 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const outbox = createOutbox({ db, queue, mailer: mailer ?? createMailer(config), clock });
   // I7: creating an install starts its provisioning operation, which needs operation records only
   // (the operations service reads installs, so it comes after them).
-  const operationRecords = createOperationRecords({ clock });
-  const startProvisioning = createProvisioning({ operations: operationRecords, queue, driver: hosting });
+  const operationRecords = createOperationRecords({ clock, queue });
+  const startProvisioning = createProvisioning({ operations: operationRecords, driver: hosting });
   const { installDomain } = config;
   const installs = createInstallsService({ db, accounts, sites, installDomain, startProvisioning });
-  const operations = createOperationsService({ db, clock, installs, outbox });
-  const backups = createBackupsService({ db, clock, installs, operations, queue, driver: hosting });
-  const installCopy = createInstallCopyService({ db, installs, operations, queue, driver: hosting });
-  const usage = createUsageService({ db, clock, installs, operations, queue, driver: hosting });
+  const operations = createOperationsService({ db, clock, installs, outbox, queue });
+  const backups = createBackupsService({ db, clock, installs, operations, driver: hosting });
+  const installCopy = createInstallCopyService({ db, installs, operations, driver: hosting });
+  const usage = createUsageService({ db, clock, installs, operations, driver: hosting });
   const usageAccounts = createAccountUsageService({ db, clock, accounts });
-  const cache = createCacheService({ db, clock, installs, operations, queue, driver: hosting });
+  const cache = createCacheService({ db, clock, installs, operations, driver: hosting });
   const users = createUsersService({ db, accounts, authenticator });
   const admin = createAdminService({ accounts, sites, installs, users });
   // Issue 11: account users with invitations, SSH keys.
@@ -122,7 +122,6 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     domains,
     operations,
     certificates,
-    queue,
     driver: hosting,
   });
   const installJobs = createInstallJobs({ operations, installs, driver: hosting });
@@ -136,7 +135,6 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     clock,
     sites,
     operations,
-    queue,
     driver: hosting,
     outbox,
   });

@@ -1,6 +1,6 @@
-import { asc, count, eq, inArray } from 'drizzle-orm';
+import { asc, eq, inArray } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import { accounts } from '../../db/schema.js';
 
 const projection = {
@@ -24,15 +24,7 @@ export function findAccount(db: Db, id: string): Promise<AccountRow | null> {
 export async function listAccounts(db: Db, ids: string[], page: Page) {
   if (ids.length === 0) return { count: 0, rows: [] as AccountRow[] };
   const where = inArray(accounts.id, ids);
-  const [total] = await db.select({ n: count() }).from(accounts).where(where);
-  const rows = await db
-    .select(projection)
-    .from(accounts)
-    .where(where)
-    .orderBy(asc(accounts.name), asc(accounts.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+  return selectPage(db, accounts, projection, where, [asc(accounts.name), asc(accounts.id)], page);
 }
 
 export async function insertAccount(db: Db, values: typeof accounts.$inferInsert): Promise<AccountRow> {

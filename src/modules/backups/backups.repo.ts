@@ -1,6 +1,6 @@
-import { and, count, desc, eq, inArray } from 'drizzle-orm';
+import { and, desc, eq, inArray } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import { backups } from '../../db/schema.js';
 import type { Snapshot } from '../../drivers/driver.js';
 
@@ -33,15 +33,7 @@ export async function findBackup(db: Db, id: string): Promise<BackupRow | null> 
 
 export async function listBackups(db: Db, installId: string, page: Page) {
   const where = eq(backups.install_id, installId);
-  const [total] = await db.select({ n: count() }).from(backups).where(where);
-  const rows = await db
-    .select(projection)
-    .from(backups)
-    .where(where)
-    .orderBy(desc(backups.create_time), desc(backups.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+  return selectPage(db, backups, projection, where, [desc(backups.create_time), desc(backups.id)], page);
 }
 
 export async function updateBackup(tx: Db, id: string, values: Partial<typeof backups.$inferInsert>) {

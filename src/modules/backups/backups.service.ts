@@ -5,7 +5,6 @@ import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { type HostingDriver, type Snapshot, snapshotBytes } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
-import type { JobQueue } from '../../jobs/queue.js';
 import type { InstallsService } from '../installs/installs.service.js';
 import type { OperationsService } from '../operations/operations.service.js';
 import * as repo from './backups.repo.js';
@@ -16,8 +15,7 @@ export interface BackupsDeps {
   db: Db;
   clock: Clock;
   installs: Pick<InstallsService, 'requireInstall' | 'lock'>;
-  operations: Pick<OperationsService, 'create' | 'createUnlessOpen' | 'assertIdle'>;
-  queue: Pick<JobQueue, 'enqueue'>;
+  operations: Pick<OperationsService, 'start' | 'startUnlessOpen' | 'assertIdle'>;
   driver: Pick<HostingDriver, 'estimateSeconds'>;
 }
 
@@ -27,7 +25,7 @@ export interface RestoreInput {
   create_checkpoint?: boolean;
 }
 
-export function createBackupsService({ db, clock, installs, operations, queue, driver }: BackupsDeps) {
+export function createBackupsService({ db, clock, installs, operations, driver }: BackupsDeps) {
   async function visibleBackup(
     caller: Caller,
     installId: string,
@@ -63,7 +61,7 @@ export function createBackupsService({ db, clock, installs, operations, queue, d
           wordpress_version: install.wp_version,
           create_time: now,
         });
-        const operation = await operations.create(tx, {
+        const operation = await operations.start(tx, {
           install,
           type: 'create_backup',
           resource: { type: 'backup', id: backup.id },
@@ -71,7 +69,6 @@ export function createBackupsService({ db, clock, installs, operations, queue, d
           expectedSeconds: driver.estimateSeconds('backup'),
         });
         await repo.updateBackup(tx, backup.id, { operation_id: operation.id });
-        await queue.enqueue(tx, 'create_backup', { operation_id: operation.id });
         return { backup, operation };
       });
     },
@@ -100,7 +97,7 @@ export function createBackupsService({ db, clock, installs, operations, queue, d
         if (!install) throw Errors.notFound();
         await operations.assertIdle(tx, install, 'write', 'install_id');
         const createCheckpoint = input.create_checkpoint ?? true;
-        const operation = await operations.createUnlessOpen(tx, {
+        const operation = await operations.startUnlessOpen(tx, {
           install,
           type: 'restore_backup',
           resource: { type: 'backup', id: backup.id },
@@ -120,7 +117,6 @@ export function createBackupsService({ db, clock, installs, operations, queue, d
             'install_busy',
           );
         }
-        await queue.enqueue(tx, 'restore_backup', { operation_id: operation.id });
         return operation;
       });
     },

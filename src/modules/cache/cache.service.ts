@@ -4,7 +4,6 @@ import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
 import type { HostingDriver } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
-import type { JobQueue } from '../../jobs/queue.js';
 import type { InstallsService } from '../installs/installs.service.js';
 import type { OperationsService } from '../operations/operations.service.js';
 
@@ -15,12 +14,11 @@ export interface CacheDeps {
   db: Db;
   clock: Clock;
   installs: Pick<InstallsService, 'requireInstall' | 'lockProvisioned'>;
-  operations: Pick<OperationsService, 'create' | 'latestSince'>;
-  queue: Pick<JobQueue, 'enqueue'>;
+  operations: Pick<OperationsService, 'start' | 'latestSince'>;
   driver: Pick<HostingDriver, 'estimateSeconds'>;
 }
 
-export function createCacheService({ db, clock, installs, operations, queue, driver }: CacheDeps) {
+export function createCacheService({ db, clock, installs, operations, driver }: CacheDeps) {
   return {
     /** purge_cache: 202 with its operation, or 429 when this cache was purged less than 60 s ago. */
     async purge(caller: Caller, installId: string, type: 'object' | 'page' | 'cdn') {
@@ -44,15 +42,13 @@ export function createCacheService({ db, clock, installs, operations, queue, dri
             retryAfter,
           );
         }
-        const operation = await operations.create(tx, {
+        return operations.start(tx, {
           install,
           type: 'purge_cache',
           resource: { type: 'install', id: install.id },
           input: { type },
           expectedSeconds: driver.estimateSeconds('purge_cache'),
         });
-        await queue.enqueue(tx, 'purge_cache', { operation_id: operation.id });
-        return operation;
       });
     },
   };

@@ -4,7 +4,6 @@ import { withTransaction } from '../../db/transaction.js';
 import { type HostingDriver, installRef } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
 import type { JobHandler } from '../../jobs/catalog.js';
-import type { JobQueue } from '../../jobs/queue.js';
 import type { DomainsService } from '../domains/domains.service.js';
 import type { InstallsService } from '../installs/installs.service.js';
 import { inputOf, type OperationsService } from '../operations/operations.service.js';
@@ -25,14 +24,13 @@ export interface CertificateOrdersDeps {
   db: Db;
   installs: Pick<InstallsService, 'requireInstall' | 'lock' | 'findById'>;
   domains: Pick<DomainsService, 'find' | 'namesOf' | 'record'>;
-  operations: Pick<OperationsService, 'create' | 'begin' | 'waitUntil' | 'complete' | 'fail'>;
+  operations: Pick<OperationsService, 'start' | 'begin' | 'waitUntil' | 'complete' | 'fail'>;
   certificates: Pick<CertificatesService, 'storeIssued'>;
-  queue: Pick<JobQueue, 'enqueue'>;
   driver: Pick<HostingDriver, 'estimateSeconds' | 'issueCertificate'>;
 }
 
 export function createCertificateOrders(deps: CertificateOrdersDeps) {
-  const { db, installs, domains, operations, certificates, queue, driver } = deps;
+  const { db, installs, domains, operations, certificates, driver } = deps;
 
   /** createDomainCertificateOrder: an order_certificate operation and its job; 202. */
   async function order(caller: Caller, installId: string, domainId: string, input: CertificateOrderInput) {
@@ -41,7 +39,7 @@ export function createCertificateOrders(deps: CertificateOrdersDeps) {
     return withTransaction(db, async (tx) => {
       const install = await installs.lock(tx, installId);
       if (!install) throw Errors.notFound();
-      const operation = await operations.create(tx, {
+      return operations.start(tx, {
         install,
         type: 'order_certificate',
         resource: { type: 'domain', id: domain.id },
@@ -49,8 +47,6 @@ export function createCertificateOrders(deps: CertificateOrdersDeps) {
         input: { domain_name: domain.name, notification_emails: [input.email_address], holder: input },
         expectedSeconds: driver.estimateSeconds('issue_certificate'),
       });
-      await queue.enqueue(tx, 'order_certificate', { operation_id: operation.id });
-      return operation;
     });
   }
 

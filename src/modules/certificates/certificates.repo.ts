@@ -1,6 +1,6 @@
-import { and, asc, count, desc, eq, inArray } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import { certificates } from '../../db/schema.js';
 
 // The sealed private key is written once and never selected: nothing here can return it.
@@ -20,15 +20,14 @@ export type CertificateRow = RowOf<typeof projection>;
 
 export async function listCertificates(db: Db, installId: string, page: Page) {
   const where = eq(certificates.install_id, installId);
-  const [total] = await db.select({ n: count() }).from(certificates).where(where);
-  const rows = await db
-    .select(projection)
-    .from(certificates)
-    .where(where)
-    .orderBy(asc(certificates.created_at), asc(certificates.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+  return selectPage(
+    db,
+    certificates,
+    projection,
+    where,
+    [asc(certificates.created_at), asc(certificates.id)],
+    page,
+  );
 }
 
 /** Every certificate of the install, newest first. */

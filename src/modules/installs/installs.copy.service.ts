@@ -4,7 +4,6 @@ import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
 import type { HostingDriver } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
-import type { JobQueue } from '../../jobs/queue.js';
 import type { OperationInput, OperationsService } from '../operations/operations.service.js';
 import type { CopyInstallBody } from './installs.copy.schemas.js';
 import type { InstallRow } from './installs.repo.js';
@@ -13,13 +12,12 @@ import type { InstallsService } from './installs.service.js';
 export interface InstallCopyDeps {
   db: Db;
   installs: Pick<InstallsService, 'requireInstall' | 'lock'>;
-  operations: Pick<OperationsService, 'create' | 'assertIdle'>;
-  queue: Pick<JobQueue, 'enqueue'>;
+  operations: Pick<OperationsService, 'start' | 'assertIdle'>;
   driver: Pick<HostingDriver, 'estimateSeconds'>;
 }
 
 /** copyInstall: POST /v1/install_copy (C1-C6). */
-export function createInstallCopyService({ db, installs, operations, queue, driver }: InstallCopyDeps) {
+export function createInstallCopyService({ db, installs, operations, driver }: InstallCopyDeps) {
   return {
     async copy(caller: Caller, body: Static<typeof CopyInstallBody>) {
       const { source_environment_id: sourceId, destination_environment_id: destinationId } = body;
@@ -78,15 +76,13 @@ export function createInstallCopyService({ db, installs, operations, queue, driv
           db_tables: options.db_tables ?? null,
           notification_emails: body.notification_emails ?? [],
         };
-        const operation = await operations.create(tx, {
+        return operations.start(tx, {
           install: visibleDestination,
           type: 'copy_install',
           resource: { type: 'install', id: destination.id },
           input,
           expectedSeconds: driver.estimateSeconds('copy'),
         });
-        await queue.enqueue(tx, 'copy_install', { operation_id: operation.id });
-        return operation;
       });
     },
   };

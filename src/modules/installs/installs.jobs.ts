@@ -1,7 +1,6 @@
 import type { Db } from '../../db/client.js';
 import { type HostingDriver, installRef } from '../../drivers/driver.js';
 import type { JobHandler } from '../../jobs/catalog.js';
-import type { JobQueue } from '../../jobs/queue.js';
 import {
   inputOf,
   type OperationInput,
@@ -18,8 +17,7 @@ export interface InstallJobsDeps {
 }
 
 export interface ProvisioningDeps {
-  operations: Pick<OperationRecords, 'create'>;
-  queue: Pick<JobQueue, 'enqueue'>;
+  operations: Pick<OperationRecords, 'start'>;
   driver: Pick<HostingDriver, 'estimateSeconds'>;
 }
 
@@ -27,16 +25,15 @@ export interface ProvisioningDeps {
  * I7: the installs service's `startProvisioning`: in the transaction that creates the install, its
  * provisioning operation and job. Needs only operation records, so it exists before both services.
  */
-export function createProvisioning({ operations, queue, driver }: ProvisioningDeps) {
+export function createProvisioning({ operations, driver }: ProvisioningDeps) {
   return async (tx: Db, install: InstallRow) => {
-    const op = await operations.create(tx, {
+    await operations.start(tx, {
       install,
       type: 'provision_install',
       resource: { type: 'install', id: install.id },
       input: {},
       expectedSeconds: driver.estimateSeconds('provision'),
     });
-    await queue.enqueue(tx, 'provision_install', { operation_id: op.id });
   };
 }
 

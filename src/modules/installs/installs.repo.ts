@@ -1,6 +1,6 @@
-import { and, asc, count, eq, ne, type SQL, sql } from 'drizzle-orm';
+import { and, asc, eq, ne, type SQL, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import { installs } from '../../db/schema.js';
 
 const projection = {
@@ -22,15 +22,7 @@ const projection = {
 export type InstallRow = RowOf<typeof projection>;
 
 export async function listInstalls(db: Db, where: SQL, page: Page) {
-  const [total] = await db.select({ n: count() }).from(installs).where(where);
-  const rows = await db
-    .select(projection)
-    .from(installs)
-    .where(where)
-    .orderBy(asc(installs.created_at), asc(installs.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+  return selectPage(db, installs, projection, where, [asc(installs.created_at), asc(installs.id)], page);
 }
 
 export function findInstall(db: Db, id: string): Promise<InstallRow | null> {

@@ -1,6 +1,6 @@
-import { and, count, desc, eq, gt, inArray, isNotNull, or, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNotNull, or, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import { operations } from '../../db/schema.js';
 
 const projection = {
@@ -72,15 +72,14 @@ export async function updateOperation(
 
 export async function listForInstall(db: Db, installId: string, page: Page) {
   const where = eq(operations.install_id, installId);
-  const [total] = await db.select({ n: count() }).from(operations).where(where);
-  const rows = await db
-    .select(projection)
-    .from(operations)
-    .where(where)
-    .orderBy(desc(operations.created_at), desc(operations.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+  return selectPage(
+    db,
+    operations,
+    projection,
+    where,
+    [desc(operations.created_at), desc(operations.id)],
+    page,
+  );
 }
 
 /** Open operations that touch the install: on it, or (copies) reading from it. */

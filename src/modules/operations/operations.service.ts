@@ -6,6 +6,7 @@ import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
 import type { OperationJobName } from '../../jobs/catalog.js';
 import { scheduleAt } from '../../jobs/due.js';
+import type { JobQueue } from '../../jobs/queue.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { operationFinishedMail } from '../../mail/templates/operation-finished.js';
 import type { InstallRow } from '../installs/installs.service.js';
@@ -42,6 +43,7 @@ export interface OperationsDeps {
   clock: Clock;
   installs: Pick<InstallsService, 'requireInstall' | 'findById'>;
   outbox: Pick<Outbox, 'add'>;
+  queue: Pick<JobQueue, 'enqueue'>;
 }
 
 /** A new operation of type `T`: its input has that type's one shape (operation-types.ts). */
@@ -127,25 +129,43 @@ function values<T extends OperationType>(input: NewOperation<T>, now: Date) {
 }
 
 /**
- * Creating operations needs nothing but the database: the part of the operations service that
- * services below it (installs, which operations reads) are given, so nothing is wired late.
+ * Creating operations needs nothing but the database and the queue: the part of the operations
+ * service that services below it (installs, which operations reads) are given, so nothing is wired
+ * late.
  */
-export function createOperationRecords({ clock }: { clock: Clock }) {
-  return {
-    /** In the caller's transaction: a queued operation. */
-    create: <T extends OperationType>(tx: Db, input: NewOperation<T>) =>
-      repo.insertOperation(tx, values(input, clock.now())),
+export function createOperationRecords({ clock, queue }: { clock: Clock; queue: Pick<JobQueue, 'enqueue'> }) {
+  /** G10: an operation's step job carries its type's name; queued now, or due at `runAt`. */
+  async function queueStep(tx: Db, op: repo.OperationRow & { type: OperationJobName }, runAt?: Date) {
+    const payload = { operation_id: op.id };
+    if (runAt) await scheduleAt(tx, `operation:${op.id}`, op.type, payload, runAt);
+    else await queue.enqueue(tx, op.type, payload);
+  }
 
-    /** Like create, but null when the install already has an open one of this type (M8, one restore). */
-    createUnlessOpen: <T extends 'refresh_disk_usage' | 'restore_backup'>(tx: Db, input: NewOperation<T>) =>
-      repo.insertUnlessOpen(tx, { ...values(input, clock.now()), type: input.type }),
+  return {
+    /**
+     * In the caller's transaction: a queued operation and its step job, queued now or (with `runAt`)
+     * due work that follows the service clock and survives restarts. Both commit with the caller's
+     * writes, or neither does.
+     */
+    async start<T extends OperationType>(tx: Db, input: NewOperation<T>, runAt?: Date) {
+      const op = await repo.insertOperation(tx, values(input, clock.now()));
+      await queueStep(tx, { ...op, type: input.type }, runAt);
+      return op;
+    },
+
+    /** Like start, but null (nothing written) when the install already has an open one of this type (M8, one restore). */
+    async startUnlessOpen<T extends 'refresh_disk_usage' | 'restore_backup'>(tx: Db, input: NewOperation<T>) {
+      const op = await repo.insertUnlessOpen(tx, { ...values(input, clock.now()), type: input.type });
+      if (op) await queueStep(tx, { ...op, type: input.type });
+      return op;
+    },
   };
 }
 
 export type OperationRecords = ReturnType<typeof createOperationRecords>;
 
-export function createOperationsService({ db, clock, installs, outbox }: OperationsDeps) {
-  const records = createOperationRecords({ clock });
+export function createOperationsService({ db, clock, installs, outbox, queue }: OperationsDeps) {
+  const records = createOperationRecords({ clock, queue });
 
   /** The notification mails (C6, B3, R3), in the transaction that ends the operation. */
   async function notify(tx: Db, op: repo.OperationRow, install: InstallRow | null, outcome: Outcome) {

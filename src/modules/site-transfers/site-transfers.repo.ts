@@ -1,6 +1,6 @@
-import { and, asc, count, desc, eq, inArray, isNull, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, or, type SQL, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import {
   accounts,
   backups,
@@ -83,15 +83,14 @@ export async function activeOfSite(tx: Db, siteId: string): Promise<TransferRow 
 }
 
 async function listWhere(db: Db, where: SQL | undefined, page: Page) {
-  const [total] = await db.select({ n: count() }).from(siteTransfers).where(where);
-  const rows = await db
-    .select(projection)
-    .from(siteTransfers)
-    .where(where)
-    .orderBy(desc(siteTransfers.created_at), desc(siteTransfers.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+  return selectPage(
+    db,
+    siteTransfers,
+    projection,
+    where,
+    [desc(siteTransfers.created_at), desc(siteTransfers.id)],
+    page,
+  );
 }
 
 /** T1: the transfers initiated from an account (whatever became of the site since). */

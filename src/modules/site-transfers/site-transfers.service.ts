@@ -6,8 +6,7 @@ import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import type { HostingDriver } from '../../drivers/driver.js';
 import { AppError, Errors, type FieldError } from '../../errors.js';
-import { cancelDue, scheduleAt } from '../../jobs/due.js';
-import type { JobQueue } from '../../jobs/queue.js';
+import { cancelDue } from '../../jobs/due.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { siteTransferFinishedMail } from '../../mail/templates/site-transfer-finished.js';
 import type { OperationRow, OperationsService, Outcome } from '../operations/operations.service.js';
@@ -21,8 +20,7 @@ export interface SiteTransfersDeps {
   db: Db;
   clock: Clock;
   sites: Pick<SitesService, 'requireSite'>;
-  operations: Pick<OperationsService, 'create' | 'failWithin'>;
-  queue: Pick<JobQueue, 'enqueue'>;
+  operations: Pick<OperationsService, 'start' | 'failWithin'>;
   driver: Pick<HostingDriver, 'estimateSeconds'>;
   outbox: Pick<Outbox, 'add'>;
 }
@@ -73,7 +71,7 @@ function destinationProblem(
 }
 
 export function createSiteTransfersService(deps: SiteTransfersDeps) {
-  const { db, clock, sites, operations, queue, driver, outbox } = deps;
+  const { db, clock, sites, operations, driver, outbox } = deps;
 
   async function visibleTransfer(caller: Caller, siteId: string, transferId: string) {
     await sites.requireSite(caller, siteId, 'transfers:manage');
@@ -150,19 +148,20 @@ export function createSiteTransfersService(deps: SiteTransfersDeps) {
       updated_at: now,
     });
     const wait = at ? Math.ceil((at.getTime() - now.getTime()) / 1000) : 0;
-    const operation = await operations.create(tx, {
-      install: { id: null, account_id: originId },
-      type: 'transfer_site',
-      resource: { type: 'site_transfer', id: transfer.id },
-      input: { site_id: siteId, destination_account_id: destination.id },
-      expectedSeconds: wait + driver.estimateSeconds('move_site'),
-    });
-    const row = await repo.updateTransfer(tx, transfer.id, { operation_id: operation.id });
     // G10: immediate work is queued now; scheduled work is due work, so it survives restarts and
     // follows the (manual) clock.
-    if (at)
-      await scheduleAt(tx, `operation:${operation.id}`, 'transfer_site', { operation_id: operation.id }, at);
-    else await queue.enqueue(tx, 'transfer_site', { operation_id: operation.id });
+    const operation = await operations.start(
+      tx,
+      {
+        install: { id: null, account_id: originId },
+        type: 'transfer_site',
+        resource: { type: 'site_transfer', id: transfer.id },
+        input: { site_id: siteId, destination_account_id: destination.id },
+        expectedSeconds: wait + driver.estimateSeconds('move_site'),
+      },
+      at ?? undefined,
+    );
+    const row = await repo.updateTransfer(tx, transfer.id, { operation_id: operation.id });
     return { transfer: row, operation };
   }
 

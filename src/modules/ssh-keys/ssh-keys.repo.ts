@@ -1,6 +1,6 @@
-import { and, asc, count, eq } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import { sshKeys } from '../../db/schema.js';
 
 const projection = {
@@ -12,15 +12,14 @@ const projection = {
 export type SshKeyRow = RowOf<typeof projection>;
 
 export async function listKeys(db: Db, userId: string, page: Page) {
-  const [total] = await db.select({ n: count() }).from(sshKeys).where(eq(sshKeys.user_id, userId));
-  const rows = await db
-    .select(projection)
-    .from(sshKeys)
-    .where(eq(sshKeys.user_id, userId))
-    .orderBy(asc(sshKeys.created_at), asc(sshKeys.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+  return selectPage(
+    db,
+    sshKeys,
+    projection,
+    eq(sshKeys.user_id, userId),
+    [asc(sshKeys.created_at), asc(sshKeys.id)],
+    page,
+  );
 }
 
 /** Inserts a key; null when its fingerprint is already registered (by anyone). */

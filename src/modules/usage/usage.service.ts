@@ -4,7 +4,6 @@ import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
 import type { HostingDriver } from '../../drivers/driver.js';
 import { Errors, type FieldError } from '../../errors.js';
-import type { JobQueue } from '../../jobs/queue.js';
 import type { InstallsService } from '../installs/installs.service.js';
 import type { OperationRow, OperationsService } from '../operations/operations.service.js';
 import * as repo from './usage.repo.js';
@@ -23,8 +22,7 @@ export interface UsageDeps {
   db: Db;
   clock: Clock;
   installs: Pick<InstallsService, 'requireInstall' | 'lockProvisioned' | 'list'>;
-  operations: Pick<OperationsService, 'createUnlessOpen' | 'openOfType' | 'lastCompleted'>;
-  queue: Pick<JobQueue, 'enqueue'>;
+  operations: Pick<OperationsService, 'startUnlessOpen' | 'openOfType' | 'lastCompleted'>;
   driver: Pick<HostingDriver, 'estimateSeconds'>;
 }
 
@@ -75,22 +73,19 @@ function validateIngest(rows: IngestInput[]): { parsed: repo.IngestRow[]; errors
   return { parsed, errors };
 }
 
-export function createUsageService({ db, clock, installs, operations, queue, driver }: UsageDeps) {
+export function createUsageService({ db, clock, installs, operations, driver }: UsageDeps) {
   /** M7, M8: one pending recalculation per install; a request while one is pending joins it. */
   async function refresh(installId: string): Promise<OperationRow> {
     return withTransaction(db, async (tx) => {
       const install = await installs.lockProvisioned(tx, installId);
-      const created = await operations.createUnlessOpen(tx, {
+      const created = await operations.startUnlessOpen(tx, {
         install,
         type: 'refresh_disk_usage',
         resource: { type: 'install', id: install.id },
         input: {},
         expectedSeconds: driver.estimateSeconds('measure_disk'),
       });
-      if (created) {
-        await queue.enqueue(tx, 'refresh_disk_usage', { operation_id: created.id });
-        return created;
-      }
+      if (created) return created;
       const pending = await operations.openOfType(install.id, 'refresh_disk_usage', tx);
       if (!pending) throw new Error('a pending disk refresh vanished inside its lock');
       return pending;
