@@ -127,6 +127,8 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
     cached,
     sync,
     freshness,
+    /** True for a caller taken from the cache before the last invalidation (verify it again). */
+    isStale: (caller: Caller) => generationOf.has(caller) && generationOf.get(caller) !== generation,
     /** False for a caller taken from the cache before the last invalidation (verify it again). */
     isCurrent: (caller: Caller) => generationOf.get(caller) === generation,
     /** In the transaction that changes memberships or credentials: every process will notice. */

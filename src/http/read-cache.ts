@@ -102,17 +102,58 @@ export function createReadCache(options: ReadCacheOptions) {
     }
   }
 
+  type Freshness = Awaited<ReturnType<Authenticator['freshness']>>;
+  const batches = new Map<
+    string,
+    { running: Promise<Freshness> | null; queued: Promise<Freshness> | null }
+  >();
+
+  function start(key: string, batch: { running: Promise<Freshness> | null }, accounts: string[]) {
+    const lookup: Promise<Freshness> = authenticator.freshness(accounts).finally(() => {
+      if (batch.running === lookup) batch.running = null;
+    });
+    batch.running = lookup;
+    return lookup;
+  }
+
+  /**
+   * The lookup for these accounts, shared by concurrent requests, but only ever one that *began after*
+   * the request arrived: while one runs, newcomers wait for the next, which starts when it ends (one
+   * running and one queued at most). So a request that starts after a write's response still reads
+   * the version that write committed, and a burst of reads costs two lookups per round trip, not one
+   * per request.
+   */
+  function freshness(accounts: string[]): Promise<Freshness> {
+    const key = accounts.join(',');
+    let batch = batches.get(key);
+    if (!batch) {
+      batch = { running: null, queued: null };
+      batches.set(key, batch);
+      if (batches.size > options.entries) batches.delete(batches.keys().next().value as string);
+    }
+    const b = batch;
+    if (!b.running) return start(key, b, accounts);
+    b.queued ??= b.running
+      .catch(() => undefined)
+      .then(() => {
+        b.queued = null;
+        return start(key, b, accounts);
+      });
+    return b.queued;
+  }
+
   async function preHandler(request: FastifyRequest, reply: FastifyReply) {
     if (request.method !== 'GET') return;
     let caller = callerOf(request);
-    let fresh = await authenticator.freshness(scopeData(caller).accounts);
-    if (fresh.epochMoved) {
+    let fresh = await freshness(scopeData(caller).accounts);
+    // A moved epoch, seen by this lookup or by a concurrent one since this caller was cached.
+    if (fresh.epochMoved || authenticator.isStale(caller)) {
       // A membership or credential changed somewhere: this caller may be out of date.
       const pair = parseBasic(request.headers.authorization);
       const again = pair ? await authenticator.verify(pair.username, pair.password) : null;
       if (!again) throw Errors.unauthenticated();
       request.caller = caller = again;
-      fresh = await authenticator.freshness(scopeData(caller).accounts);
+      fresh = await freshness(scopeData(caller).accounts);
     }
     const key = `${request.routeOptions.url}\n${request.url}\n${baseUrl(request, publicUrl)}\n${scopeData(caller).scope}`;
     const hit = entries.get(key);
