@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
-export type ServerKind = 'hello' | 'raw' | 'app';
+export type ServerKind = 'hello' | 'raw' | 'app' | 'bytes';
 
 /** A server under test, in its own process (bench/server.ts). */
 export interface Server {

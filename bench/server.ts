@@ -3,11 +3,13 @@
  * generator:
  *
  *   node --import tsx bench/server.ts hello|raw|app [account_id]
+ *   node --import tsx bench/server.ts bytes FILE   (FILE: {"/path": "body", ...}, served from memory)
  *
  * The database comes from the usual configuration (DATABASE_URL, else PGlite in DATA_DIR). The
  * server listens on HOST:PORT (the bench passes 127.0.0.1:0) and prints one JSON line
  * `{"port": N, "path": "/..."}` on stdout once it accepts requests. SIGTERM closes it.
  */
+import fs from 'node:fs';
 import Fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
 import type { Database } from '../src/db/client.js';
@@ -92,10 +94,34 @@ async function bare(kind: 'hello' | 'raw', accountId: string | undefined) {
   return { port, path: database ? '/raw/sites' : '/hello' };
 }
 
+/** Bare Fastify serving given bodies from memory (the same bytes as our routes: bench/peers.bench.ts). */
+async function bytes(file: string | undefined) {
+  if (!file) throw new Error('bytes needs a JSON file of {path: body}');
+  const bodies = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, string>;
+  const config = loadConfig();
+  const app = Fastify({ logger: false });
+  for (const [url, body] of Object.entries(bodies)) {
+    app.get(url.split('?')[0] ?? url, async (_request, reply) =>
+      reply.type('application/json; charset=utf-8').send(body),
+    );
+  }
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  process.once('SIGTERM', () => {
+    app.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  });
+  return { port, path: '' };
+}
+
 async function main() {
   const [kind, accountId] = process.argv.slice(2);
   let ready: { port: number; path: string };
-  if (kind === 'hello' || kind === 'raw') ready = await bare(kind, accountId);
+  if (kind === 'bytes') ready = await bytes(accountId);
+  else if (kind === 'hello' || kind === 'raw') ready = await bare(kind, accountId);
   else if (kind === 'app') {
     // The production composition root (config → database → migrate → buildApp → listen, SIGTERM).
     const { port } = await serve(loadConfig(), () => {});

@@ -20,6 +20,7 @@ import { adminAuthHook, basicAuthHook, parseBasic } from './http/auth.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { etagHook } from './http/etag.js';
 import { installInputGuard } from './http/input.js';
+import { CACHED_OPERATIONS, createReadCache, type ReadCache } from './http/read-cache.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { Mailer } from './mail/mailer.js';
 import { accountsRoutes } from './modules/accounts/accounts.routes.js';
@@ -122,6 +123,8 @@ export async function buildApp(deps: AppDeps) {
   // Issue 13: invalid UTF-8, NUL, lone surrogates and non-finite numbers are a 400, in one place.
   installInputGuard(app);
   app.decorateRequest('caller', null);
+  app.decorateRequest('readCache', null);
+  app.decorateRequest('bodyValidUntil', null);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -202,10 +205,31 @@ export async function buildApp(deps: AppDeps) {
   // No credentials: the invitation token is the secret (rate limited per client address).
   await app.register(invitationsRoutes(ctx), { prefix: '/v1' });
 
+  let readCache: ReadCache | null = null;
   await app.register(
     async (v1) => {
       // Added per route, after the rate limiter's own hook, so failed logins are rate limited too.
       appendOnRequest(v1, basicAuthHook(services.authenticator));
+      // Issue 14: rendered bodies of the listed GETs, never stale (http/read-cache.ts).
+      if (config.readCache.entries > 0) {
+        const cache = createReadCache({
+          authenticator: services.authenticator,
+          clock,
+          publicUrl: config.publicUrl,
+          entries: config.readCache.entries,
+          bytes: config.readCache.bytes,
+        });
+        readCache = cache;
+        v1.addHook('onRoute', (route) => {
+          const operationId = (route.schema as { operationId?: string } | undefined)?.operationId;
+          if (route.method !== 'GET' || !operationId || !CACHED_OPERATIONS.has(operationId)) return;
+          route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), cache.preHandler];
+          route.onSend = [
+            ...(route.onSend ? [route.onSend].flat() : []),
+            cache.onSend,
+          ] as typeof route.onSend;
+        });
+      }
       await v1.register(accountsRoutes(ctx));
       await v1.register(usersRoutes(ctx));
       await v1.register(sitesRoutes(ctx));
@@ -242,8 +266,10 @@ export async function buildApp(deps: AppDeps) {
     { prefix: '/admin/v1' },
   );
 
-  return Object.assign(app, { services, routes }) as typeof app & {
+  return Object.assign(app, { services, routes, readCache }) as typeof app & {
     services: typeof services;
+    /** The read cache (null when READ_CACHE_ENTRIES=0). */
+    readCache: ReadCache | null;
     routes: readonly { method: string; url: string }[];
   };
 }

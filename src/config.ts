@@ -32,6 +32,11 @@ export interface Config {
   readonly installDomain: string;
   /** `AUTH_CACHE_SECONDS`, default 10: how long a verified credential and its memberships are reused. */
   readonly authCacheSeconds: number;
+  /**
+   * `READ_CACHE_ENTRIES`, default 2000 (0 disables) and `READ_CACHE_MB`, default 64: the bounded cache
+   * of rendered GET bodies, kept only while the data versions they were rendered under hold.
+   */
+  readonly readCache: { readonly entries: number; readonly bytes: number };
   /** TXT lookups of domain verification (D7). */
   readonly dns: {
     /** `DNS_SERVERS`, default empty (the system resolvers): comma-separated `ip[:port]` / `[ipv6]:port`. */
@@ -257,6 +262,10 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     installDomain,
     authCacheSeconds: intVar(env, 'AUTH_CACHE_SECONDS', 10, 0, 3600, problems),
+    readCache: Object.freeze({
+      entries: intVar(env, 'READ_CACHE_ENTRIES', 2000, 0, 1_000_000, problems),
+      bytes: intVar(env, 'READ_CACHE_MB', 64, 1, 4096, problems) * 1024 * 1024,
+    }),
     dns: Object.freeze({
       servers: Object.freeze(dnsServersVar(env, problems)),
       timeoutMs: intVar(env, 'DNS_TIMEOUT_MS', 2000, 10, 60_000, problems),

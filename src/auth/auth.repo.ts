@@ -1,6 +1,12 @@
 import { eq, sql } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { authEpoch, credentials, membershipInstalls, memberships } from '../db/schema.js';
+import { type Db, queryRows } from '../db/client.js';
+import {
+  accountDataVersions,
+  authEpoch,
+  credentials,
+  membershipInstalls,
+  memberships,
+} from '../db/schema.js';
 
 export function findCredential(db: Db, username: string) {
   return db
@@ -37,4 +43,23 @@ export async function bumpEpoch(tx: Db): Promise<void> {
     .insert(authEpoch)
     .values({ id: 1, epoch: 1 })
     .onConflictDoUpdate({ target: authEpoch.id, set: { epoch: sql`${authEpoch.epoch} + 1` } });
+}
+
+/**
+ * Issue 14, the read cache's one lookup: the membership epoch and the data versions of the given
+ * accounts (primary-key probes), as one string `epoch|id:version,...` (accounts in id order).
+ */
+export async function readFreshness(
+  db: Db,
+  accountIds: string[],
+): Promise<{ epoch: number; versions: string }> {
+  const [row] = await queryRows<{ epoch: number | string | null; versions: string | null }>(
+    db,
+    sql`select (select ${authEpoch.epoch} from ${authEpoch} where ${authEpoch.id} = 1) as epoch,
+      (select string_agg(${accountDataVersions.account_id}::text || ':' || ${accountDataVersions.version}, ','
+        order by ${accountDataVersions.account_id})
+       from ${accountDataVersions}
+       where ${accountDataVersions.account_id} = any(${sql.param(accountIds)}::uuid[])) as versions`,
+  );
+  return { epoch: Number(row?.epoch ?? 0), versions: row?.versions ?? '' };
 }

@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
 import type { Caller, Membership, Role } from './access.js';
-import { bumpEpoch, findCredential, loadMemberships, readEpoch } from './auth.repo.js';
+import { bumpEpoch, findCredential, loadMemberships, readEpoch, readFreshness } from './auth.repo.js';
 import { DUMMY_HASH_PROMISE, verifyPassword } from './passwords.js';
 
 export interface AuthenticatorOptions {
@@ -105,10 +105,30 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
     return caller;
   }
 
+  /**
+   * Issue 14 (read cache): the membership epoch and the data versions of `accountIds` in one lookup.
+   * When the epoch moved, this process's cached callers are dropped at once (not within a second as
+   * with `sync`) and `epochMoved` tells the caller to verify its credentials again.
+   */
+  async function freshness(accountIds: string[]): Promise<{ versions: string; epochMoved: boolean }> {
+    const checkedAt = clock.now().getTime();
+    const { epoch: current, versions } = await readFreshness(db, accountIds);
+    const epochMoved = epoch !== null && current !== epoch;
+    if (epochMoved) invalidate();
+    if (epoch === null || epochMoved) {
+      epoch = current;
+      epochCheckedAt = checkedAt;
+    }
+    return { versions, epochMoved };
+  }
+
   return {
     verify,
     cached,
     sync,
+    freshness,
+    /** True for a caller taken from the cache before the last invalidation (verify it again). */
+    isStale: (caller: Caller) => generationOf.has(caller) && generationOf.get(caller) !== generation,
     /** False for a caller taken from the cache before the last invalidation (verify it again). */
     isCurrent: (caller: Caller) => generationOf.get(caller) === generation,
     /** In the transaction that changes memberships or credentials: every process will notice. */

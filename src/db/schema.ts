@@ -603,6 +603,17 @@ export const authEpoch = pgTable('auth_epoch', {
   epoch: bigint('epoch', { mode: 'number' }).notNull(),
 });
 
+/**
+ * Issue 14: one row per account, bumped at commit of every transaction that changes the account's
+ * data (deferred constraint triggers on the account-scoped tables, migration 0009). The read cache
+ * (http/read-cache.ts) keeps a rendered GET body only while the versions it was rendered under hold.
+ * No foreign key: a deleted account's row stays (its number must never repeat).
+ */
+export const accountDataVersions = pgTable('account_data_versions', {
+  account_id: uuid('account_id').primaryKey(),
+  version: bigint('version', { mode: 'number' }).notNull(),
+});
+
 // Issue 13: offload settings, domain status reports, the simulated certificate authority.
 
 /** LargeFS offload settings of an install (getOffloadSettings); absent until first configured. */

@@ -1,7 +1,5 @@
 import { createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
-// @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata API.
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
 import type { Db } from '../db/client.js';
 import type { SecretBox } from '../secrets.js';
 import { findCa, insertCa } from './simulated.repo.js';
@@ -13,12 +11,22 @@ import { findCa, insertCa } from './simulated.repo.js';
  * its private key is kept only sealed with the secret box, like imported certificate keys.
  */
 
+/**
+ * @peculiar/x509 (and tsyringe, which needs the Reflect metadata API) load on the first certificate,
+ * not at every start (issue 14: about a second of a loaded machine's start-up).
+ */
+let x509Module: Promise<typeof X509> | null = null;
+function loadX509(): Promise<typeof X509> {
+  x509Module ??= import('reflect-metadata').then(() => import('@peculiar/x509'));
+  return x509Module;
+}
+
 const CA_ID = 'default';
 const CA_NAME = 'CN=Hostplane Simulated CA, O=Hostplane (simulated driver)';
 const crypto = webcrypto;
 /** The same WebCrypto, typed as @peculiar/x509 names it. */
 const provider = webcrypto as unknown as NonNullable<
-  Parameters<typeof x509.X509CertificateGenerator.create>[1]
+  Parameters<typeof X509.X509CertificateGenerator.create>[1]
 >;
 const EC = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const SIGNING = { name: 'ECDSA', hash: 'SHA-256' } as const;
@@ -40,6 +48,7 @@ async function generateKeys(): Promise<webcrypto.CryptoKeyPair> {
 
 /** The CA certificate and signing key, made and stored on first use (two racing workers agree on one). */
 async function loadOrCreateCa(db: Db, box: SecretBox, now: Date) {
+  const x509 = await loadX509();
   let row = await findCa(db, CA_ID);
   if (!row) {
     const keys = await generateKeys();
@@ -79,6 +88,7 @@ export async function issueSimulatedCertificate(
   box: SecretBox,
   input: { names: string[]; now: Date },
 ): Promise<{ chain_pem: string; key_pem: string }> {
+  const x509 = await loadX509();
   const ca = await loadOrCreateCa(db, box, input.now);
   const keys = await generateKeys();
   const cert = await x509.X509CertificateGenerator.create(

@@ -12,8 +12,11 @@ export async function etagHook(request: FastifyRequest, reply: FastifyReply, pay
   if (request.method !== 'GET' && request.method !== 'HEAD') return payload;
   if (reply.statusCode !== 200) return payload;
   if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
-  const tag = `"${createHash('sha1').update(payload).digest('base64url')}"`;
-  reply.header('etag', tag);
+  // A body from the read cache (http/read-cache.ts) comes with the tag computed when it was stored.
+  const given = reply.getHeader('etag');
+  const tag =
+    typeof given === 'string' ? given : `"${createHash('sha1').update(payload).digest('base64url')}"`;
+  if (typeof given !== 'string') reply.header('etag', tag);
   if (!matches(request.headers['if-none-match'], tag)) return payload;
   reply.code(304);
   reply.removeHeader('content-length');

@@ -1,4 +1,4 @@
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 
 /** One outgoing message as the outbox hands it to a transport. */
 export interface OutgoingMail {
@@ -21,11 +21,16 @@ export interface Mailer {
 
 /** SMTP through nodemailer; `url` is SMTP_URL (`smtp://` or `smtps://`, credentials in the URL). */
 export function createSmtpMailer(url: string, from: string): Mailer {
-  const transport = nodemailer.createTransport(url, { from });
+  // nodemailer loads with the first message, not at every start (issue 14).
+  let transport: Promise<Transporter> | null = null;
+  const open = () => {
+    transport ??= import('nodemailer').then((m) => m.default.createTransport(url, { from }));
+    return transport;
+  };
   return {
     delivers: true,
     async send(mail) {
-      await transport.sendMail({
+      await (await open()).sendMail({
         messageId: mail.messageId,
         to: mail.to,
         subject: mail.subject,
@@ -34,7 +39,9 @@ export function createSmtpMailer(url: string, from: string): Mailer {
         headers: mail.headers,
       });
     },
-    close: () => transport.close(),
+    close: () => {
+      void transport?.then((t) => t.close());
+    },
   };
 }
 

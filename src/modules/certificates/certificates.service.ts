@@ -38,10 +38,18 @@ export type CertificateView = repo.CertificateRow & { domains: string[]; expired
  */
 export function createCertificateCoverage({ db, clock }: { db: Db; clock: Clock }) {
   return {
-    /** `active` when a valid certificate covers the name, `expired` when only expired ones do. */
-    async sslStatusOf(installId: string, names: string[]): Promise<Map<string, SslStatus>> {
+    /**
+     * `active` when a valid certificate covers the name, `expired` when only expired ones do; and
+     * `changesAt`, the first moment after now at which a certificate's validity changes (null: never),
+     * until which these statuses hold (the read cache keeps a domain list no longer, issue 14).
+     */
+    async sslStatusOf(
+      installId: string,
+      names: string[],
+    ): Promise<{ status: Map<string, SslStatus>; changesAt: number | null }> {
       const now = clock.now().getTime();
-      const certs = (await repo.certificatesOfInstall(db, installId)).map((row) => ({
+      const rows = await repo.certificatesOfInstall(db, installId);
+      const certs = rows.map((row) => ({
         leaf: leafOf(row.chain_pem),
         valid: row.not_before.getTime() <= now && now <= row.not_after.getTime(),
       }));
@@ -50,7 +58,10 @@ export function createCertificateCoverage({ db, clock }: { db: Db; clock: Clock 
         const covering = certs.filter((c) => coversDomain(c.leaf, name));
         status.set(name, covering.some((c) => c.valid) ? 'active' : covering.length > 0 ? 'expired' : 'none');
       }
-      return status;
+      const changes = rows
+        .flatMap((row) => [row.not_before.getTime(), row.not_after.getTime() + 1])
+        .filter((t) => t > now);
+      return { status, changesAt: changes.length > 0 ? Math.min(...changes) : null };
     },
   };
 }

@@ -66,7 +66,9 @@ export function domainsRoutes({ config, services }: RouteContext): RoutesPlugin 
       async (request) => {
         const page = pageOf(request.query);
         const { install_id } = request.params;
-        const { count, rows } = await services.domains.list(callerOf(request), install_id, page);
+        const { count, rows, validUntil } = await services.domains.list(callerOf(request), install_id, page);
+        // SSL statuses change with the clock: the read cache keeps this body no longer (issue 14).
+        request.bodyValidUntil = validUntil;
         return envelope(request, config.publicUrl, page, count, rows.map(toDomain));
       },
     );

@@ -34,7 +34,10 @@ export interface DomainsDeps {
   /** The domain of install cnames (`<install>.<installDomain>`); names under it are reserved. */
   installDomain: string;
   /** From the certificates module (its coverage part, which needs no domains service). */
-  sslStatusOf: (installId: string, names: string[]) => Promise<Map<string, SslStatus>>;
+  sslStatusOf: (
+    installId: string,
+    names: string[],
+  ) => Promise<{ status: Map<string, SslStatus>; changesAt: number | null }>;
 }
 
 /** A domain row with what its record shows about the install: DNS targets and SSL status. */
@@ -46,23 +49,28 @@ const newVerificationValue = () => `${VERIFICATION_VALUE_PREFIX}${randomBytes(32
 export function createDomainsService(deps: DomainsDeps) {
   const { db, installs, installDomain } = deps;
 
-  async function views(install: InstallRow, rows: repo.DomainRow[]): Promise<DomainView[]> {
-    const ssl =
+  /** The records of `rows`, and until when their SSL status holds (null: until a write). */
+  async function viewsUntil(install: InstallRow, rows: repo.DomainRow[]) {
+    const { status: ssl, changesAt } =
       rows.length > 0
         ? await deps.sslStatusOf(
             install.id,
             rows.map((r) => r.name),
           )
-        : new Map();
-    return rows.map((row) => ({
+        : { status: new Map<string, SslStatus>(), changesAt: null };
+    const views: DomainView[] = rows.map((row) => ({
       ...row,
       cname: `${install.name}.${installDomain}`,
       a_records: install.stable_ips ?? [],
       ssl_status: ssl.get(row.name) ?? 'none',
     }));
+    return { views, validUntil: changesAt };
   }
 
-  /** Outside transactions only: the SSL status comes from another module's queries on `db`. */
+  async function views(install: InstallRow, rows: repo.DomainRow[]): Promise<DomainView[]> {
+    return (await viewsUntil(install, rows)).views;
+  }
+
   async function viewOne(install: InstallRow, domainId: string): Promise<DomainView> {
     const row = await repo.findDomain(db, install.id, domainId);
     if (!row) throw Errors.notFound();
@@ -132,7 +140,8 @@ export function createDomainsService(deps: DomainsDeps) {
     async list(caller: Caller, installId: string, page: Page) {
       const install = await readable(caller, installId);
       const { count, rows } = await repo.listDomains(db, installId, page);
-      return { count, rows: await views(install, rows) };
+      const { views: records, validUntil } = await viewsUntil(install, rows);
+      return { count, rows: records, validUntil };
     },
 
     /** D1 */
