@@ -128,6 +128,16 @@ export async function busiestWorkerPid(db: Db): Promise<number | null> {
   return rows[0] ? Number(rows[0].pid) : null;
 }
 
+/** The pid of the worker process that holds the job of this operation now (null when none does). */
+export async function workerPidOf(db: Db, operationId: string): Promise<number | null> {
+  const rows = await queryRows<{ pid: number }>(
+    db,
+    sql`select w.pid from job_claims c join job_workers w on w.id = c.worker_id
+        join pgboss.job j on j.id = c.job_id where j.data->>'operation_id' = ${operationId} limit 1`,
+  );
+  return rows[0] ? Number(rows[0].pid) : null;
+}
+
 /** A small seeded generator (mulberry32): the same seed gives the same trials. */
 export function seeded(seed: number) {
   let a = seed >>> 0;
