@@ -49,10 +49,10 @@ const setting = (name: string, fallback: number) => {
 const LONG = process.env.RELIABILITY_LONG === '1';
 const SEED = setting('RELIABILITY_SEED', 15);
 const CRASH_TRIALS = setting('RELIABILITY_TRIALS', 5);
-const SHUTDOWN_TRIALS = setting('RELIABILITY_SHUTDOWN_TRIALS', LONG ? 20 : 2);
+const SHUTDOWN_TRIALS = setting('RELIABILITY_SHUTDOWN_TRIALS', LONG ? 20 : 1);
 const ROUNDS = setting('RELIABILITY_ROUNDS', LONG ? 20 : 1);
 const OUTAGE_TRIALS = setting('RELIABILITY_OUTAGE_TRIALS', LONG ? 2 : 1);
-const OUTAGE_SECONDS = setting('RELIABILITY_OUTAGE_SECONDS', LONG ? 30 : 3);
+const OUTAGE_SECONDS = setting('RELIABILITY_OUTAGE_SECONDS', LONG ? 30 : 2);
 const REPORT = process.env.RELIABILITY_REPORT;
 
 /** Job timing of every process. The long run keeps the lease defaults (the < 30 s resume contract). */
@@ -569,7 +569,7 @@ if (TEST_DB !== 'postgres') {
       let released = 0;
       for (let trial = 0; trial < SHUTDOWN_TRIALS; trial++) {
         // Seeded: a step that hangs past the drain (released) or an ordinary one (finishes).
-        const hang = rng.next() < 0.5;
+        const hang = rng.next() < 0.5 || trial === 0;
         if (hang) await t.admin.post('/admin/v1/faults', { operation: 'backup', count: 1, mode: 'hang' });
         const res = await call('POST', `/v1/installs/${w.install.id}/backups`, {
           description: 'shutdown trial',
@@ -728,7 +728,7 @@ if (TEST_DB !== 'postgres') {
         // Waves of requests while the workers complete recalculations under them (M8: a request
         // that collided with an open one used to read it completed, and answer 500).
         const refreshes: HttpAnswer[] = [];
-        for (let wave = 0; wave < 4; wave++) {
+        for (let wave = 0; wave < (LONG ? 4 : 2); wave++) {
           refreshes.push(
             ...(await Promise.all(
               Array.from({ length: RACERS }, () =>
@@ -781,6 +781,7 @@ if (TEST_DB !== 'postgres') {
       let answered = 0;
       let refused = 0;
       let slowest = 0;
+      let slow = 0;
       for (let trial = 0; trial < OUTAGE_TRIALS; trial++) {
         const mode = trial % 2 === 0 ? 'freeze' : 'refuse';
         c.trials++;
@@ -836,7 +837,7 @@ if (TEST_DB !== 'postgres') {
               typeof res.body === 'object' && res.body && Object.keys(res.body).join() === 'message';
             if (!json || !/^\d+$/.test(String(res.headers.get('retry-after')))) c.fiveXX++;
           } else if (res.status >= 500 || res.status === 0) c.fiveXX++;
-          if (res.ms >= 5000) c.stuck++;
+          if (res.ms >= 5000) slow++;
         }
         // Accepted work: every 202 has its operation, which completes; refused work left nothing.
         const accepted = answers
@@ -866,7 +867,9 @@ if (TEST_DB !== 'postgres') {
         assert.ok(run && alive(run), 'every process is still up (no restart)');
         if (/database unavailable/.test(run.output())) assert.match(run.output(), /database available again/);
       }
-      c.notes.push(`${answered} requests, ${refused} answered 503, slowest ${(slowest / 1000).toFixed(1)} s`);
+      c.notes.push(
+        `${answered} requests, ${refused} answered 503, ${slow} took 5 s or more, slowest ${(slowest / 1000).toFixed(1)} s`,
+      );
       for (const line of table([c])) ctx.diagnostic(line);
       assert.deepEqual([c.lost, c.stuck, c.duplicated, c.fiveXX], [0, 0, 0, 0]);
       assert.ok(slowest < 5000, `slowest answer ${slowest} ms`);
