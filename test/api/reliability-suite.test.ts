@@ -471,15 +471,16 @@ if (TEST_DB !== 'postgres') {
       const c = counts('crash (SIGKILL worker)');
       rows.push(c);
       const byKind = new Map<Kind, number>();
-      // The killed worker's replacement starts in the background; the next kill waits for it.
+      // The killed worker's replacement starts while the other worker takes over; the next trial
+      // waits for it, so each kill finds two workers.
       let replacing: Promise<void> = Promise.resolve();
       for (let trial = 0; trial < CRASH_TRIALS; trial++) {
+        await replacing;
         const kind = KINDS[trial % KINDS.length] as Kind;
         const delay = rng.int(0, 1500);
         const before = await appliedCalls(db);
         const s = await submit(kind);
         await sleep(Math.max(0, s.dueAt - Date.now()) + delay);
-        await replacing;
         const pid = (s.operationId && (await workerPidOf(db, s.operationId))) || (await busiestWorkerPid(db));
         const victim = workers.find((x) => x.child.pid === pid) ?? rng.pick(workers);
         const wasRunning = s.operationId ? !terminal(await operationStatus(db, s.operationId)) : false;
