@@ -138,6 +138,16 @@ case "$mode" in
     ensure_postgres
     run_api postgres
     ;;
+  postgres-files)
+    # Some API test files on PostgreSQL only (the long reliability run: npm run test:reliability).
+    shift
+    ensure_redis
+    ensure_postgres
+    status=0
+    run_api postgres "$@" || status=$?
+    summary
+    exit "$status"
+    ;;
   files)
     # Some API test files on both databases: scripts/test.sh files test/api/a.test.ts ...
     shift
@@ -151,7 +161,7 @@ case "$mode" in
     exit "$status"
     ;;
   *)
-    echo "usage: scripts/test.sh [all|unit|api|pglite|postgres|files FILE...]" >&2
+    echo "usage: scripts/test.sh [all|unit|api|pglite|postgres|files FILE...|postgres-files FILE...]" >&2
     exit 2
     ;;
 esac

@@ -74,21 +74,28 @@ function validateIngest(rows: IngestInput[]): { parsed: repo.IngestRow[]; errors
 }
 
 export function createUsageService({ db, clock, installs, operations, driver }: UsageDeps) {
-  /** M7, M8: one pending recalculation per install; a request while one is pending joins it. */
+  /**
+   * M7, M8: one pending recalculation per install; a request while one is pending joins it. The
+   * install's lock orders requests, not the worker: the open refresh a request collided with may
+   * complete before the request reads it (issue 15's concurrency trials found the 500 this was).
+   * Then the request starts the next refresh: it asks again, a bounded number of times.
+   */
   async function refresh(installId: string): Promise<OperationRow> {
     return withTransaction(db, async (tx) => {
       const install = await installs.lockProvisioned(tx, installId);
-      const created = await operations.startUnlessOpen(tx, {
-        install,
-        type: 'refresh_disk_usage',
-        resource: { type: 'install', id: install.id },
-        input: {},
-        expectedSeconds: driver.estimateSeconds('measure_disk'),
-      });
-      if (created) return created;
-      const pending = await operations.openOfType(install.id, 'refresh_disk_usage', tx);
-      if (!pending) throw new Error('a pending disk refresh vanished inside its lock');
-      return pending;
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const created = await operations.startUnlessOpen(tx, {
+          install,
+          type: 'refresh_disk_usage',
+          resource: { type: 'install', id: install.id },
+          input: {},
+          expectedSeconds: driver.estimateSeconds('measure_disk'),
+        });
+        if (created) return created;
+        const pending = await operations.openOfType(install.id, 'refresh_disk_usage', tx);
+        if (pending) return pending;
+      }
+      throw new Error('disk refreshes of one install kept completing under a new request');
     });
   }
 
