@@ -183,6 +183,9 @@ export function createSimulatedDriver({ db, clock, durations, secretBox }: Simul
       _input: { site_id: string; install_ids: string[]; destination_account_id: string },
     ) => call('move_site', ctx, null, async () => ({})),
 
+    // The simulation keeps nothing outside its tables, which go with the install's row.
+    deprovision: async () => ({ done: true as const, value: {} }),
+
     exportArchive: async (source: ArchiveSource) => simulatedArchive(source),
 
     // The task's result is stored (simulated_tasks.result): the key goes there sealed, never as PEM.
