@@ -2,10 +2,10 @@ import { createAuthenticator } from './auth/authenticator.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
-import type { HostingDriver } from './drivers/driver.js';
+import type { DriverOperation, HostingDriver } from './drivers/driver.js';
 import { createLocalDriver } from './drivers/local.js';
 import { createMariaDb } from './drivers/local.mariadb.js';
-import { createFaultsService, createSimulatedDriver } from './drivers/simulated.js';
+import { createFaultsService, createSimulatedDriver, takeInjectedFault } from './drivers/simulated.js';
 import type { JobHandlers } from './jobs/catalog.js';
 import { nextDue, sweepDue } from './jobs/due.js';
 import type { JobQueue } from './jobs/queue.js';
@@ -252,5 +252,8 @@ function configuredDriver({
     hostingRoot: local.hostingRoot,
     maxHeavy: local.maxHeavyOperations,
     issueCertificate: simulated.issueCertificate,
+    ...(config.faultsEnabled && {
+      midway: (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal),
+    }),
   });
 }

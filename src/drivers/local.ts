@@ -32,6 +32,11 @@ export interface LocalDriverDeps {
   maxHeavy: number;
   /** Certificates still come from the built-in private CA (the simulated driver's). */
   issueCertificate: HostingDriver['issueCertificate'];
+  /**
+   * Test mode (HOSTPLANE_FAULTS=on): called half-way through a backup, restore or copy (its staging
+   * done, nothing swapped), where an injected fault fails or hangs it. Default: nothing.
+   */
+  midway?: (operation: DriverOperation, signal: AbortSignal) => Promise<void>;
 }
 
 /** What a backup directory holds next to its two artefacts (written last: its presence means done). */
@@ -78,6 +83,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
 } {
   const { db, clock, mariadb, hostingRoot } = deps;
   const heavy = createLimiter(deps.maxHeavy);
+  const midway = deps.midway ?? (async () => undefined);
   /** Work on one install runs one call at a time in this process (staging names are per install). */
   const perInstall = new Map<string, Promise<unknown>>();
 
@@ -203,6 +209,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     await fs.mkdir(tmp, { recursive: true });
     const n = names(install.id);
     await files.tarDirectory(paths.public, path.join(tmp, FILES_ARCHIVE), signal);
+    await midway('backup', signal);
     await mariadb.dump(n.db, path.join(tmp, DB_DUMP), signal);
     const manifest: Manifest = {
       format: 1,
@@ -300,6 +307,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
           // Everything slow happens in staging; the swaps at the end are renames.
           await files.untar(backup.archive, staging, ctx.signal);
           if (input.restore_database) await stageDatabase(id, backup.dump, ctx.signal);
+          await midway('restore', ctx.signal);
           await files.swapIn(files.pathsOf(hostingRoot, id).public, staging);
           if (input.restore_database) await swapTables(id, null);
           return { wp_version: backup.manifest.wp_version };
@@ -334,6 +342,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
             await mariadb.dump(names(source.id).db, dump, ctx.signal, tables);
             await stageDatabase(destination.id, dump, ctx.signal);
           }
+          await midway('copy', ctx.signal);
           if (input.include_files) await files.swapIn(to.public, path.join(staging, 'public'));
           if (dbWork) copied = await swapTables(destination.id, tables);
           await files.remove(staging);
