@@ -21,11 +21,11 @@ export const slug = (installId: string) => `hp_${installId.replace(/-/g, '')}`;
  * A HOSTING_ROOT of the test file's own under the temp dir, and an admin connection to MariaDB.
  * Removed after the file: the directory, and every database and user of the installs it saw.
  */
-export async function localHosting() {
+export async function localHosting({ autoCleanup = true } = {}) {
   const root = await fs.mkdtemp(path.join(os.tmpdir(), 'hostplane-local-'));
   const admin = await mysql.createConnection(MARIADB_URL);
   const seen = new Set<string>();
-  after(async () => {
+  const cleanup = async () => {
     for (const id of seen) {
       const s = slug(id);
       for (const db of [s, s.replace('hp_', 'hps_'), s.replace('hp_', 'hpt_')])
@@ -34,7 +34,8 @@ export async function localHosting() {
     }
     await admin.end();
     await fs.rm(root, { recursive: true, force: true });
-  });
+  };
+  if (autoCleanup) after(cleanup);
   const paths = (installId: string) => {
     seen.add(installId);
     const dir = path.join(root, 'installs', slug(installId));
@@ -49,6 +50,7 @@ export async function localHosting() {
   return {
     root,
     admin,
+    cleanup,
     paths,
     env: { HOSTING_DRIVER: 'local', HOSTING_ROOT: root, MARIADB_URL },
     /** A connection as the install's own MariaDB user (proves the account works). */
