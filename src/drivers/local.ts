@@ -175,6 +175,30 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     await mariadb.load(n.staging, dump, signal);
   }
 
+  /** A copy's slow part, in staging: the source's document root and the dump of its tables, loaded. */
+  async function stageCopy(input: CopyRequest, staging: string, signal: AbortSignal) {
+    const { source, destination } = input;
+    const from = files.pathsOf(hostingRoot, source.id);
+    const sourceTables = Object.keys(await mariadb.tablesOf(names(source.id).db));
+    // C3: only tables that exist in the source (a named table that does not is skipped).
+    const tables = input.db_tables === null ? null : input.db_tables.filter((t) => sourceTables.includes(t));
+    if (input.include_files) await fs.cp(from.public, path.join(staging, 'public'), { recursive: true });
+    const dbWork = input.include_db && (tables === null || tables.length > 0);
+    if (dbWork) {
+      const dump = path.join(staging, DB_DUMP);
+      await mariadb.dump(names(source.id).db, dump, signal, tables);
+      await stageDatabase(destination.id, dump, signal);
+    }
+    await midway('copy', signal);
+    return { dbWork, tables };
+  }
+
+  /** After a failed attempt: its staging directory and database go (the live install was not touched). */
+  async function discardStaging(installId: string, staging: string) {
+    await files.remove(staging).catch(() => undefined);
+    await mariadb.dropDatabase(names(installId).staging).catch(() => undefined);
+  }
+
   function backupDir(location: string) {
     if (!LOCATION.test(location)) throw new Error(`not a local backup location: ${JSON.stringify(location)}`);
     return path.join(hostingRoot, 'backups', location);
@@ -305,9 +329,14 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
           const staging = stagingDir(id, ctx.key);
           await files.remove(staging);
           // Everything slow happens in staging; the swaps at the end are renames.
-          await files.untar(backup.archive, staging, ctx.signal);
-          if (input.restore_database) await stageDatabase(id, backup.dump, ctx.signal);
-          await midway('restore', ctx.signal);
+          try {
+            await files.untar(backup.archive, staging, ctx.signal);
+            if (input.restore_database) await stageDatabase(id, backup.dump, ctx.signal);
+            await midway('restore', ctx.signal);
+          } catch (err) {
+            await discardStaging(id, staging);
+            throw err;
+          }
           await files.swapIn(files.pathsOf(hostingRoot, id).public, staging);
           if (input.restore_database) await swapTables(id, null);
           return { wp_version: backup.manifest.wp_version };
@@ -324,27 +353,16 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
           const { source, destination } = input;
           await recover(source.id);
           await recover(destination.id);
-          const from = files.pathsOf(hostingRoot, source.id);
           const to = files.pathsOf(hostingRoot, destination.id);
           const staging = stagingDir(destination.id, ctx.key);
           await files.remove(staging);
           await fs.mkdir(staging, { recursive: true });
-          let copied: string[] = [];
-          const sourceTables = Object.keys(await mariadb.tablesOf(names(source.id).db));
-          // C3: only tables that exist in the source (a named table that does not is skipped).
-          const tables =
-            input.db_tables === null ? null : input.db_tables.filter((t) => sourceTables.includes(t));
-          if (input.include_files)
-            await fs.cp(from.public, path.join(staging, 'public'), { recursive: true });
-          const dbWork = input.include_db && (tables === null || tables.length > 0);
-          if (dbWork) {
-            const dump = path.join(staging, DB_DUMP);
-            await mariadb.dump(names(source.id).db, dump, ctx.signal, tables);
-            await stageDatabase(destination.id, dump, ctx.signal);
-          }
-          await midway('copy', ctx.signal);
+          const staged = await stageCopy(input, staging, ctx.signal).catch(async (err) => {
+            await discardStaging(destination.id, staging);
+            throw err;
+          });
           if (input.include_files) await files.swapIn(to.public, path.join(staging, 'public'));
-          if (dbWork) copied = await swapTables(destination.id, tables);
+          const copied = staged.dbWork ? await swapTables(destination.id, staged.tables) : [];
           await files.remove(staging);
           return {
             wp_version: input.include_files ? await files.readWpVersion(to.public) : destination.wp_version,

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { JOBS } from '../../src/jobs/catalog.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Json } from '../support/harness.js';
 import { mailOf, operationOf, readyInstall, readyWorld } from '../support/jobs.js';
@@ -16,7 +18,7 @@ import {
 // Issue 16: HOSTING_DRIVER=local on real files (a HOSTING_ROOT of this file's own) and the MariaDB
 // server of the machine (databases and users named from install ids, dropped after the file).
 const host = await localHosting();
-const t = await buildTestApp({ env: host.env });
+const t = await buildTestApp({ env: { ...host.env, PUBLIC_URL: 'https://api.hostplane.test' } });
 const f = factories(t);
 const driver = t.app.services.driver as unknown as LocalDriverProbe;
 
@@ -183,6 +185,62 @@ describe('local hosting driver (issue 16)', () => {
     assert.deepEqual(await host.tables(destination.id), ['wp_options', 'wp_posts']);
     assert.deepEqual(await host.rows(destination.id, 'wp_options'), await host.rows(source.id, 'wp_options'));
     assert.equal((await w.owner.client.get(`/v1/installs/${destination.id}`)).body.wp_version, '6.4.0');
+  });
+
+  it('R1 a restore that fails half-way (after staging, before the swap) leaves the install as it was, and no staging behind', async () => {
+    const w = await readyWorld(t, f);
+    const p = host.paths(w.install.id);
+    await writeSite(p.public, '6.5.2', 'original');
+    await seedDatabase(w.install.id, ['one']);
+    const backup = await backupOf(w);
+    await writeSite(p.public, '6.6.0', 'changed');
+    const conn = await host.asInstall(driver, w.install.id);
+    await conn.query("UPDATE wp_posts SET title = 'changed'");
+    await conn.end();
+    const files = await checksums(p.public);
+    const rows = await host.rows(w.install.id, 'wp_posts');
+    // Every attempt fails after its staging is ready (test-mode fault, taken half-way).
+    const faulted = await t.admin.post('/admin/v1/faults', {
+      operation: 'restore',
+      count: JOBS.restore_backup.retryLimit + 1,
+      mode: 'fail',
+    });
+    assert.equal(faulted.status, 200);
+    const res = await w.owner.client.post(`/v1/installs/${w.install.id}/backups/${backup.id}/restore`, {
+      notification_emails: [],
+      create_checkpoint: false,
+    });
+    await t.runJobs();
+    assert.deepEqual((await t.admin.get('/admin/v1/faults')).body.faults, []);
+    assert.equal((await operationOf(w.owner.client, res)).status, 'failed');
+    assert.deepEqual(await checksums(p.public), files);
+    assert.deepEqual(await host.rows(w.install.id, 'wp_posts'), rows);
+    assert.deepEqual(await fs.readdir(path.join(host.root, 'staging')), []);
+    const [staged] = await host.admin.query(
+      'SELECT 1 FROM information_schema.schemata WHERE schema_name = ?',
+      [`hps_${w.install.id.replace(/-/g, '')}`],
+    );
+    assert.deepEqual(staged, []);
+  });
+
+  it('downloadArchive serves the backup itself: its files archive, database dump and manifest, checksums intact', async () => {
+    const w = await readyWorld(t, f);
+    const p = host.paths(w.install.id);
+    await writeSite(p.public, '6.5.2', 'archived');
+    await seedDatabase(w.install.id, ['kept']);
+    await backupOf(w);
+    const list = await w.owner.client.get(`/v1/installs/${w.install.id}/archives`);
+    const uri = String(list.body.results[0].download_uri);
+    const res = await t.anonymous.get(uri.slice('https://api.hostplane.test'.length));
+    assert.equal(res.status, 200);
+    const out = await fs.mkdtemp(path.join(host.root, 'download-'));
+    await fs.writeFile(path.join(out, 'a.tar.gz'), res.raw.rawPayload);
+    execFileSync('tar', ['-xzf', path.join(out, 'a.tar.gz'), '-C', out]);
+    const manifest = JSON.parse(await fs.readFile(path.join(out, 'manifest.json'), 'utf8'));
+    const sums = await checksums(out);
+    assert.equal(sums['files.tar.gz'], manifest.files.sha256);
+    assert.equal(sums['database.sql'], manifest.database.sha256);
+    assert.match(await fs.readFile(path.join(out, 'database.sql'), 'utf8'), /CREATE TABLE `wp_posts`/);
   });
 
   it('M7 disk usage is the du -sb of the install directory and the information_schema bytes of its database', async () => {
