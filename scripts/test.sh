@@ -163,7 +163,7 @@ case "$mode" in
     ensure_redis
     ensure_postgres
     case " $* " in *browser*) ensure_chromium ;; esac
-    case " $* " in *local*) ensure_mariadb ;; esac
+    case " $* " in *local* | *drivers*) ensure_mariadb ;; esac
     status=0
     run_api pglite "$@" || status=$?
     run_api postgres "$@" || status=$?
