@@ -52,6 +52,32 @@ ensure_redis() {
   return 1
 }
 
+# The local hosting driver's tests (issue 16) use the MariaDB server on 127.0.0.1:3306 as root with
+# no password (TEST_MARIADB_URL overrides it). Debian's mariadb-server, started as a daemon.
+ensure_mariadb() {
+  [ -n "${TEST_MARIADB_URL:-}" ] && return 0
+  if (exec 3<>/dev/tcp/127.0.0.1/3306) 2>/dev/null; then return 0; fi
+  echo "MariaDB is not answering on 127.0.0.1:3306; starting it"
+  if [ ! -x /usr/sbin/mariadbd ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null
+    else
+      echo "MariaDB is not installed; install Debian's mariadb-server or set TEST_MARIADB_URL" >&2
+      return 1
+    fi
+  fi
+  mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld 2>/dev/null || true
+  [ -d /var/lib/mysql/mysql ] || mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/dev/null
+  start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- \
+    --user=mysql --bind-address=127.0.0.1 --port=3306
+  for _ in $(seq 1 60); do
+    (exec 3<>/dev/tcp/127.0.0.1/3306) 2>/dev/null && return 0
+    sleep 0.5
+  done
+  echo "MariaDB did not start" >&2
+  return 1
+}
+
 # The site report browser test renders a report in Debian's chromium (CHROMIUM_PATH overrides it).
 ensure_chromium() {
   local chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
@@ -114,6 +140,7 @@ case "$mode" in
     npm run --silent lint
     run_unit
     ensure_redis
+    ensure_mariadb
     ensure_chromium
     run_api pglite
     ensure_postgres
@@ -123,6 +150,7 @@ case "$mode" in
   unit) run_unit ;;
   api)
     ensure_redis
+    ensure_mariadb
     ensure_chromium
     run_api pglite
     ensure_postgres
@@ -130,11 +158,13 @@ case "$mode" in
     ;;
   pglite)
     ensure_redis
+    ensure_mariadb
     ensure_chromium
     run_api pglite
     ;;
   postgres)
     ensure_redis
+    ensure_mariadb
     ensure_postgres
     run_api postgres
     ;;
@@ -154,6 +184,7 @@ case "$mode" in
     ensure_redis
     ensure_postgres
     case " $* " in *browser*) ensure_chromium ;; esac
+    case " $* " in *local* | *drivers*) ensure_mariadb ;; esac
     status=0
     run_api pglite "$@" || status=$?
     run_api postgres "$@" || status=$?

@@ -159,6 +159,10 @@ export async function buildApp(deps: AppDeps) {
     ...(deps.mailer && { mailer: deps.mailer }),
   });
 
+  app.addHook('onClose', async () => {
+    await services.closeDriver();
+  });
+
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {
       global: true,

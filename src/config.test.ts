@@ -178,4 +178,25 @@ describe('loadConfig', () => {
     ]);
     assert.equal(loadConfig({ JOB_HEARTBEAT_SECONDS: '5', JOB_LEASE_SECONDS: '10' }).jobs.leaseSeconds, 10);
   });
+
+  it('issue 16: HOSTING_DRIVER=local with its defaults, and its settings checked', () => {
+    assert.equal(loadConfig({}).driver.kind, 'simulated');
+    assert.equal(loadConfig({}).driver.local, null);
+    const local = loadConfig({ HOSTING_DRIVER: 'local', DATA_DIR: '/srv/hp' }).driver;
+    assert.deepEqual(local.local, {
+      hostingRoot: path.resolve('/srv/hp/hosting'),
+      mariadbUrl: 'mysql://root@127.0.0.1:3306',
+      maxHeavyOperations: 2,
+    });
+    assert.deepEqual(
+      problemsOf({ HOSTING_DRIVER: 'local', MARIADB_URL: 'postgres://x', LOCAL_MAX_HEAVY_OPERATIONS: '0' }),
+      [
+        'MARIADB_URL must use mysql: or mariadb: (got "postgres:")',
+        'LOCAL_MAX_HEAVY_OPERATIONS must be an integer from 1 to 64 (got "0")',
+      ],
+    );
+    assert.deepEqual(problemsOf({ HOSTING_DRIVER: 'remote' }), [
+      'HOSTING_DRIVER must be one of simulated, local (got "remote")',
+    ]);
+  });
 });

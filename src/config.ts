@@ -54,10 +54,15 @@ export interface Config {
   readonly smtpUrl: string | null;
   /** `MAIL_FROM`, default `Hostplane <no-reply@hostplane.invalid>`. */
   readonly mailFrom: string;
-  /** `HOSTING_DRIVER`, default `simulated` (the only driver so); `SIMULATED_DURATIONS` its durations. */
+  /**
+   * `HOSTING_DRIVER`, default `simulated`; `SIMULATED_DURATIONS` the simulated driver's durations.
+   * `local` (issue 16) hosts installs under `HOSTING_ROOT` with databases on `MARIADB_URL`.
+   */
   readonly driver: {
-    readonly kind: 'simulated';
+    readonly kind: 'simulated' | 'local';
     readonly durations: Readonly<Record<DriverOperation, number>>;
+    /** Set when kind is `local`. */
+    readonly local: LocalDriverConfig | null;
   };
   /** The job engine's timing (jobs/queue.ts, jobs/worker.ts). */
   readonly jobs: JobsConfig;
@@ -74,6 +79,16 @@ export interface Config {
    * may still commit), so it is only a last guard for deployments that want one.
    */
   readonly requestTimeoutMs: number;
+}
+
+/** The local hosting driver (drivers/local.ts). */
+export interface LocalDriverConfig {
+  /** `HOSTING_ROOT`, default `DATA_DIR/hosting`: installs/, backups/ and staging/ (absolute). */
+  readonly hostingRoot: string;
+  /** `MARIADB_URL`, default `mysql://root@127.0.0.1:3306`: an account allowed to create databases and users. */
+  readonly mariadbUrl: string;
+  /** `LOCAL_MAX_HEAVY_OPERATIONS`, default 2: backups, restores and copies at once per worker process. */
+  readonly maxHeavyOperations: number;
 }
 
 export interface DbBudgetConfig {
@@ -114,6 +129,7 @@ export const DEFAULT_SIMULATED_DURATIONS: Readonly<Record<DriverOperation, numbe
   purge_cache: 1,
   move_site: 10,
   issue_certificate: 5,
+  deprovision: 0,
 };
 
 type Env = Record<string, string | undefined>;
@@ -226,6 +242,20 @@ function leaseVars(env: Env, problems: string[]) {
   return { heartbeatSeconds, leaseSeconds };
 }
 
+function driverVars(env: Env, dataDir: string, problems: string[]): Config['driver'] {
+  const kind = enumVar(env, 'HOSTING_DRIVER', ['simulated', 'local'] as const, 'simulated', problems);
+  const durations = Object.freeze(durationsVar(env, problems));
+  if (kind !== 'local') return Object.freeze({ kind, durations, local: null });
+  const mariadbUrl =
+    urlVar(env, 'MARIADB_URL', ['mysql:', 'mariadb:'], problems) ?? 'mysql://root@127.0.0.1:3306';
+  const local = Object.freeze({
+    hostingRoot: path.resolve(env.HOSTING_ROOT || path.join(dataDir, 'hosting')),
+    mariadbUrl,
+    maxHeavyOperations: intVar(env, 'LOCAL_MAX_HEAVY_OPERATIONS', 2, 1, 64, problems),
+  });
+  return Object.freeze({ kind, durations, local });
+}
+
 /** Reads every setting at once and throws one {@link ConfigError} listing every problem. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -275,10 +305,7 @@ export function loadConfig(env: Env = process.env): Config {
     faultsEnabled: enumVar(env, 'HOSTPLANE_FAULTS', ['on', 'off'], 'off', problems) === 'on',
     smtpUrl: urlVar(env, 'SMTP_URL', ['smtp:', 'smtps:'], problems),
     mailFrom: env.MAIL_FROM || 'Hostplane <no-reply@hostplane.invalid>',
-    driver: {
-      kind: enumVar(env, 'HOSTING_DRIVER', ['simulated'], 'simulated', problems),
-      durations: Object.freeze(durationsVar(env, problems)),
-    },
+    driver: driverVars(env, dataDir, problems),
     jobs: Object.freeze({
       pollIntervalMs: intVar(env, 'JOB_POLL_INTERVAL_MS', 2000, 50, 60_000, problems),
       sweepIntervalMs: intVar(env, 'JOB_SWEEP_INTERVAL_MS', 1000, 50, 60_000, problems),

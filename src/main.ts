@@ -188,6 +188,7 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
     log.info({ signal }, 'shutting down');
     await app?.close();
     await worker?.stop();
+    if (services !== app?.services) await services.closeDriver();
     await queue.stop();
     if (apiDatabase && apiDatabase !== database) await apiDatabase.close();
     await database.close();

@@ -2,8 +2,10 @@ import { createAuthenticator } from './auth/authenticator.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
-import type { HostingDriver } from './drivers/driver.js';
-import { createFaultsService, createSimulatedDriver } from './drivers/simulated.js';
+import type { DriverOperation, HostingDriver } from './drivers/driver.js';
+import { createLocalDriver } from './drivers/local.js';
+import { createMariaDb } from './drivers/local.mariadb.js';
+import { createFaultsService, createSimulatedDriver, takeInjectedFault } from './drivers/simulated.js';
 import type { JobHandlers } from './jobs/catalog.js';
 import { nextDue, sweepDue } from './jobs/due.js';
 import type { JobQueue } from './jobs/queue.js';
@@ -30,7 +32,12 @@ import {
 } from './modules/domains/domains.status.service.js';
 import { createTxtResolver } from './modules/domains/txt-resolver.js';
 import { createInstallCopyService } from './modules/installs/installs.copy.service.js';
-import { createInstallJobs, createProvisioning } from './modules/installs/installs.jobs.js';
+import {
+  createDeprovisioning,
+  createDeprovisionJob,
+  createInstallJobs,
+  createProvisioning,
+} from './modules/installs/installs.jobs.js';
 import { createInstallsService } from './modules/installs/installs.service.js';
 import { createOffloadService } from './modules/offload/offload.service.js';
 import { createOperationRecords, createOperationsService } from './modules/operations/operations.service.js';
@@ -71,21 +78,23 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const authenticator = createAuthenticator({ db, clock, cacheSeconds: config.authCacheSeconds });
   const accounts = createAccountsService({ db });
   const sites = createSitesService({ db, accounts });
-  const hosting =
-    driver ??
-    createSimulatedDriver({
-      db,
-      clock,
-      durations: config.driver.durations,
-      secretBox: createSecretBox(secretKey),
-    });
+  const made = driver ? null : configuredDriver({ config, db, clock, secretKey });
+  const hosting = driver ?? (made as HostingDriver);
   const outbox = createOutbox({ db, queue, mailer: mailer ?? createMailer(config), clock });
   // I7: creating an install starts its provisioning operation, which needs operation records only
   // (the operations service reads installs, so it comes after them).
   const operationRecords = createOperationRecords({ clock, queue });
   const startProvisioning = createProvisioning({ operations: operationRecords, driver: hosting });
   const { installDomain } = config;
-  const installs = createInstallsService({ db, accounts, sites, installDomain, startProvisioning });
+  const startDeprovisioning = createDeprovisioning({ queue });
+  const installs = createInstallsService({
+    db,
+    accounts,
+    sites,
+    installDomain,
+    startProvisioning,
+    startDeprovisioning,
+  });
   const operations = createOperationsService({ db, clock, installs, outbox, queue });
   const backups = createBackupsService({ db, clock, installs, operations, driver: hosting });
   const installCopy = createInstallCopyService({ db, installs, operations, driver: hosting });
@@ -151,6 +160,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const jobHandlers: JobHandlers = {
     provision_install: installJobs.provision,
     copy_install: installJobs.copy,
+    deprovision_install: createDeprovisionJob({ driver: hosting }),
     create_backup: backupJobs.create,
     restore_backup: backupJobs.restore,
     refresh_disk_usage: usageJobs.refresh,
@@ -205,6 +215,10 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     siteTransfers,
     outbox,
     driver: hosting,
+    /** Closes what the services opened for the driver (the local driver's MariaDB pool), not an injected one. */
+    closeDriver: async () => {
+      await made?.close?.();
+    },
     faults,
     due,
     jobHandlers,
@@ -216,3 +230,28 @@ export function createServices({ config, database, clock, secretKey, queue, driv
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/** The driver HOSTING_DRIVER names: the simulated one (default) or the local one (issue 16). */
+function configuredDriver({
+  config,
+  db,
+  clock,
+  secretKey,
+}: Pick<ServiceDeps, 'config' | 'clock' | 'secretKey'> & { db: Database['db'] }): HostingDriver {
+  const secretBox = createSecretBox(secretKey);
+  const simulated = createSimulatedDriver({ db, clock, durations: config.driver.durations, secretBox });
+  const local = config.driver.local;
+  if (config.driver.kind !== 'local' || !local) return simulated;
+  return createLocalDriver({
+    db,
+    clock,
+    secretBox,
+    mariadb: createMariaDb(local.mariadbUrl),
+    hostingRoot: local.hostingRoot,
+    maxHeavy: local.maxHeavyOperations,
+    issueCertificate: simulated.issueCertificate,
+    ...(config.faultsEnabled && {
+      midway: (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal),
+    }),
+  });
+}

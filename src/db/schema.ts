@@ -655,6 +655,34 @@ export const simulatedCa = pgTable('simulated_ca', {
   created_at: createdAt(),
 });
 
+// Issue 16: the local hosting driver (drivers/local.ts): its installs and its keyed work.
+
+/**
+ * An install the local driver hosts: its MariaDB account, the password sealed (secrets.ts, context
+ * `local-install:<id>`). No foreign key: the row outlives the install until deprovisioning drops the
+ * database, the user and the files.
+ */
+export const localInstalls = pgTable('local_installs', {
+  install_id: uuid('install_id').primaryKey(),
+  db_name: text('db_name').notNull(),
+  db_user: text('db_user').notNull(),
+  password_sealed: text('password_sealed').notNull(),
+  created_at: createdAt(),
+});
+
+/** The local driver's finished work: one row per idempotency key, written once the work is done. */
+export const localTasks = pgTable(
+  'local_tasks',
+  {
+    key: text('key').primaryKey(),
+    operation: text('operation').notNull(),
+    install_id: uuid('install_id'),
+    result: jsonb('result').notNull(),
+    completed_at: at('completed_at').notNull(),
+  },
+  (t) => [index('local_tasks_install_id_idx').on(t.install_id)],
+);
+
 export const schema = {
   accounts,
   users,
@@ -685,4 +713,6 @@ export const schema = {
   offloadSettings,
   domainReports,
   simulatedCa,
+  localInstalls,
+  localTasks,
 };

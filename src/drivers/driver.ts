@@ -15,6 +15,7 @@ export const DRIVER_OPERATIONS = [
   'purge_cache',
   'move_site',
   'issue_certificate',
+  'deprovision',
 ] as const;
 export type DriverOperation = (typeof DRIVER_OPERATIONS)[number];
 
@@ -34,6 +35,10 @@ export interface Snapshot {
   file_bytes: number;
   /** Bytes per database table. */
   db_tables: Record<string, number>;
+  /** Where the driver keeps the backup (the local driver: `hp_<hex>/<key>` under HOSTING_ROOT/backups). */
+  location?: string;
+  /** SHA-256 of the backup's artefacts (the local driver: the files archive and the database dump). */
+  checksums?: { files: string; database: string };
 }
 
 export interface DiskUsage {
@@ -94,6 +99,10 @@ export interface HostingDriver {
     ctx: CallContext,
     input: { install: InstallRef; names: string[] },
   ): Promise<DriverResult<{ chain_pem: string; key_pem: string }>>;
+  /** On install delete: removes what the platform holds for the install (files, database, backups). */
+  deprovision(ctx: CallContext, install: InstallRef): Promise<DriverResult<Record<string, never>>>;
+  /** Releases what the driver holds open (connections); optional. */
+  close?(): Promise<void>;
   /** listArchives: the downloadable export of a completed backup, served by its signed download link. */
   exportArchive(source: ArchiveSource): Promise<DriverFile>;
 }

@@ -71,19 +71,26 @@ const dbBytes = (tables: Record<string, number>) => Object.values(tables).reduce
  * first call after it applies the effect once and records the result, later calls return it.
  * Faults from POST /admin/v1/faults make the next calls of an operation fail or hang.
  */
-export function createSimulatedDriver({ db, clock, durations, secretBox }: SimulatedDriverDeps) {
-  async function fault(operation: DriverOperation, signal: AbortSignal) {
-    const mode = await repo.takeFault(db, operation);
-    if (mode === 'fail') throw new DriverError(operation, `simulated ${operation} failure (injected fault)`);
-    if (mode === 'hang') {
-      // A hung platform call: it never answers; the job's expiry aborts it.
-      await new Promise<never>((_resolve, reject) => {
-        const give = () => reject(new DriverError(operation, `simulated ${operation} hung (injected fault)`));
-        if (signal.aborted) give();
-        else signal.addEventListener('abort', give, { once: true });
-      });
-    }
+/**
+ * Takes the next injected fault of `operation` (POST /admin/v1/faults), if any: `fail` throws, `hang`
+ * never answers until the job's expiry aborts it. The local driver takes them half-way through its
+ * work, so tests can kill a worker in the middle of a real backup, restore or copy.
+ */
+export async function takeInjectedFault(db: Db, operation: DriverOperation, signal: AbortSignal) {
+  const mode = await repo.takeFault(db, operation);
+  if (mode === 'fail') throw new DriverError(operation, `simulated ${operation} failure (injected fault)`);
+  if (mode === 'hang') {
+    // A hung platform call: it never answers; the job's expiry aborts it.
+    await new Promise<never>((_resolve, reject) => {
+      const give = () => reject(new DriverError(operation, `simulated ${operation} hung (injected fault)`));
+      if (signal.aborted) give();
+      else signal.addEventListener('abort', give, { once: true });
+    });
   }
+}
+
+export function createSimulatedDriver({ db, clock, durations, secretBox }: SimulatedDriverDeps) {
+  const fault = (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal);
 
   async function call<T>(
     operation: DriverOperation,
@@ -182,6 +189,9 @@ export function createSimulatedDriver({ db, clock, durations, secretBox }: Simul
       ctx: CallContext,
       _input: { site_id: string; install_ids: string[]; destination_account_id: string },
     ) => call('move_site', ctx, null, async () => ({})),
+
+    // The simulation keeps nothing outside its tables, which go with the install's row.
+    deprovision: async () => ({ done: true as const, value: {} }),
 
     exportArchive: async (source: ArchiveSource) => simulatedArchive(source),
 

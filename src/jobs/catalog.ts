@@ -88,6 +88,20 @@ export const JOBS = {
   /** T9-T11: in_progress, the driver's move_site, then the move in one transaction. */
   transfer_site: operationStep,
   /**
+   * Issue 16: after an install is deleted, the driver removes its files, database and backups. Keyed
+   * by the install (the row is gone: no operation); retried like a step, then left to the operator.
+   */
+  deprovision_install: {
+    payload: Type.Object({ install_id: Type.String({ format: 'uuid' }) }),
+    retryLimit: 5,
+    retryDelaySeconds: 10,
+    retryBackoff: true,
+    expireInSeconds: 300,
+    concurrency: 2,
+    policy: 'short',
+    singletonKey: (payload: { install_id: string }) => payload.install_id,
+  },
+  /**
    * C6, B3, R3: one job per outbox message, sent in the transaction that ends the operation. SMTP
    * servers refuse for minutes at a time: 30 s, then doubling, over five retries (~15 min).
    */

@@ -6,11 +6,13 @@ import { type App, buildApp } from '../../src/app.js';
 import { createManualClock, type ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/client.js';
+import { localInstalls } from '../../src/db/schema.js';
 import { createJobQueue, type JobQueue } from '../../src/jobs/queue.js';
 import { createJobRunner, type JobRunner } from '../../src/jobs/worker.js';
 import type { Mailer } from '../../src/mail/mailer.js';
 import { loggerOptions } from '../../src/main.js';
 import { cloneDatabase } from './databases.js';
+import { localHosting } from './local-hosting.js';
 import { checkWire } from './wire.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are arbitrary JSON, asserted field by field.
@@ -126,6 +128,11 @@ export interface TestAppOptions {
   mailer?: Mailer;
   /** PostgreSQL URL of the database, for the queue's LISTEN wake-ups (optional: tests use runJobs). */
   databaseUrl?: string;
+  /**
+   * The hosting driver (buildTestApp): `simulated` (default) or `local` (issue 16), on a HOSTING_ROOT
+   * of the file's own and the machine's MariaDB; what it made is removed after the file.
+   */
+  driver?: 'simulated' | 'local';
 }
 
 /**
@@ -221,16 +228,22 @@ export async function startApp(database: Database, options: TestAppOptions = {})
  */
 export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const cloned = await cloneDatabase();
+  const host = options.driver === 'local' ? await localHosting({ autoCleanup: false }) : null;
   const started = await startApp(cloned.database, {
     ...options,
+    ...(host && { env: { ...host.env, ...options.env } }),
     ...(cloned.url && { databaseUrl: cloned.url }),
   });
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
+    // The local driver's databases and users are named from install ids: remembered before the drop.
+    if (host)
+      for (const row of await cloned.database.db.select().from(localInstalls)) host.paths(row.install_id);
     await started.close();
     await cloned.drop();
+    await host?.cleanup();
   };
   after(close);
   return {

@@ -1,4 +1,4 @@
-import { type HostingDriver, installRef } from '../../drivers/driver.js';
+import { type HostingDriver, installRef, type Snapshot } from '../../drivers/driver.js';
 import type { JobContext, JobHandler } from '../../jobs/catalog.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
 import {
@@ -24,7 +24,16 @@ export interface BackupJobsDeps {
 
 type OperationPayload = { operation_id: string };
 
-const megabytes = (bytes: number | null) => (bytes === null ? '-' : `${(bytes / 1024 / 1024).toFixed(1)} MB`);
+const megabytes = (bytes: number | null) =>
+  bytes === null ? '-' : `${(bytes / 1024 / 1024).toFixed(1)} MB (${bytes} bytes)`;
+
+function checksumDetails(snapshot: Snapshot | null): [string, string][] {
+  if (!snapshot?.checksums) return [];
+  return [
+    ['Files archive SHA-256', snapshot.checksums.files],
+    ['Database dump SHA-256', snapshot.checksums.database],
+  ];
+}
 
 function backupDetails(backup: BackupRow | null): [string, string][] {
   if (!backup) return [];
@@ -32,6 +41,8 @@ function backupDetails(backup: BackupRow | null): [string, string][] {
     ['Backup', `${backup.id} "${backup.description}"`],
     ['WordPress version', backup.wordpress_version ?? '-'],
     ['Size', megabytes(backup.size_bytes)],
+    // Issue 16: a driver that archives real data reports the archive's checksums.
+    ...checksumDetails(snapshotOf(backup)),
   ];
 }
 

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/client.js';
 import { type HostingDriver, installRef } from '../../drivers/driver.js';
 import type { JobHandler } from '../../jobs/catalog.js';
+import type { JobQueue } from '../../jobs/queue.js';
 import {
   inputOf,
   type OperationInput,
@@ -38,6 +39,29 @@ export function createProvisioning({ operations, driver }: ProvisioningDeps) {
 }
 
 type OperationPayload = { operation_id: string };
+
+/** Issue 16: in the transaction that deletes an install, the job that deprovisions it. */
+export function createDeprovisioning({ queue }: { queue: Pick<JobQueue, 'enqueue'> }) {
+  return async (tx: Db, installId: string) => {
+    await queue.enqueue(tx, 'deprovision_install', { install_id: installId });
+  };
+}
+
+/** The deprovision_install job: the driver removes what it holds for a deleted install. */
+export function createDeprovisionJob({ driver }: { driver: HostingDriver }) {
+  const job: JobHandler<{ install_id: string }> = {
+    async run({ install_id }, ctx) {
+      // The install row is gone: the driver is told only its id (the key too: one install, one removal).
+      await driver.deprovision(
+        { key: install_id, signal: ctx.signal },
+        { id: install_id, name: '', wp_version: null },
+      );
+    },
+    // The worker logged every failed attempt; what is left on the host is the operator's to remove.
+    async exhausted() {},
+  };
+  return job;
+}
 
 type CopyInput = OperationInput<'copy_install'>;
 

@@ -20,6 +20,11 @@ export interface InstallsDeps {
    * until the provisioning job this starts makes it `active`. Default: none (the install is active).
    */
   startProvisioning?: (tx: Db, install: repo.InstallRow) => Promise<void>;
+  /**
+   * Called in the transaction that deletes an install: queues the driver's deprovisioning (files,
+   * database, backups on the platform). Default: none.
+   */
+  startDeprovisioning?: (tx: Db, installId: string) => Promise<void>;
 }
 
 /** Defaults of a new install's software (the hosting driver reports real ones). */
@@ -78,6 +83,7 @@ export function createInstallsService({
   sites,
   installDomain,
   startProvisioning,
+  startDeprovisioning,
 }: InstallsDeps) {
   /** I4/I5: the target site must be in the account, and its environment slot free. */
   async function checkPlacement(
@@ -206,10 +212,13 @@ export function createInstallsService({
       }
     },
 
-    /** Deletes the install and, through foreign keys, its child records. */
+    /** Deletes the install and, through foreign keys, its child records; the platform's copy follows (a job). */
     async remove(caller: Caller, installId: string) {
       await find(caller, installId, 'installs:delete');
-      if (!(await repo.deleteInstall(db, installId))) throw Errors.notFound();
+      await withTransaction(db, async (tx) => {
+        if (!(await repo.deleteInstall(tx, installId))) throw Errors.notFound();
+        await startDeprovisioning?.(tx, installId);
+      });
     },
 
     /** D4, for the domains module inside its transaction: null puts back the install's cname. */

@@ -1,0 +1,61 @@
+import { and, count, eq } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { localInstalls, localTasks } from '../db/schema.js';
+
+export interface LocalInstallRow {
+  install_id: string;
+  db_name: string;
+  db_user: string;
+  password_sealed: string;
+}
+
+export async function findInstall(db: Db, installId: string): Promise<LocalInstallRow | null> {
+  const [row] = await db
+    .select({
+      install_id: localInstalls.install_id,
+      db_name: localInstalls.db_name,
+      db_user: localInstalls.db_user,
+      password_sealed: localInstalls.password_sealed,
+    })
+    .from(localInstalls)
+    .where(eq(localInstalls.install_id, installId));
+  return row ?? null;
+}
+
+/** Stores the install's account unless a first attempt already did (then that one is kept). */
+export async function insertInstall(db: Db, row: LocalInstallRow) {
+  await db.insert(localInstalls).values(row).onConflictDoNothing();
+}
+
+export async function deleteInstall(db: Db, installId: string) {
+  await db.delete(localInstalls).where(eq(localInstalls.install_id, installId));
+}
+
+export async function findTask(db: Db, key: string): Promise<{ result: unknown } | null> {
+  const [row] = await db
+    .select({ result: localTasks.result })
+    .from(localTasks)
+    .where(eq(localTasks.key, key));
+  return row ?? null;
+}
+
+/** Records finished work; a second record of the same key keeps the first. */
+export async function completeTask(
+  db: Db,
+  values: { key: string; operation: string; install_id: string | null; result: unknown; completed_at: Date },
+) {
+  await db.insert(localTasks).values(values).onConflictDoNothing();
+}
+
+/** How many times an operation was completed for an install (tests prove "once" with it). */
+export async function countCompleted(db: Db, installId: string, operation: string): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(localTasks)
+    .where(and(eq(localTasks.install_id, installId), eq(localTasks.operation, operation)));
+  return Number(row?.n ?? 0);
+}
+
+export async function deleteTasksOf(db: Db, installId: string) {
+  await db.delete(localTasks).where(eq(localTasks.install_id, installId));
+}
