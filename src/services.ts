@@ -77,7 +77,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
       db,
       clock,
       durations: config.driver.durations,
-      secretBox: createSecretBox(secretKey),
+      secretBox: createSecretBox(secretKey, config.secretKeyOld),
     });
   const outbox = createOutbox({ db, queue, mailer: mailer ?? createMailer(config), clock });
   // I7: creating an install starts its provisioning operation, which needs operation records only
@@ -102,7 +102,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   // status part of certificates needs no domains, so it comes first.
   const { sslStatusOf } = createCertificateCoverage({ db, clock });
   const domains = createDomainsService({ db, clock, installs, resolver, installDomain, sslStatusOf });
-  const secretBox = createSecretBox(secretKey);
+  const secretBox = createSecretBox(secretKey, config.secretKeyOld);
   const trustedRoots = trustedRootsWith(extraTrustedRoots(config.extraCaCertsFile));
   const certificates = createCertificatesService({ db, clock, installs, domains, secretBox, trustedRoots });
   // Issue 13: domain status reports (checkStatus), a job of their own.
