@@ -66,8 +66,17 @@ async function main(argv: string[]) {
       await start(loadConfig(), command);
       return;
     case 'migrate': {
-      const database = await openConfiguredDatabase(loadConfig());
-      await database.close();
+      // The schema, then pg-boss's own schema and queues: processes started together afterwards find
+      // them made (several processes creating pg-boss's queues at once can deadlock).
+      const config = loadConfig();
+      const database = await openConfiguredDatabase(config);
+      const queue = createJobQueue({ database, jobs: config.jobs });
+      try {
+        await queue.start();
+        await queue.stop();
+      } finally {
+        await database.close();
+      }
       console.log('migrations applied');
       return;
     }
