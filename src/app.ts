@@ -34,6 +34,8 @@ import { domainsRoutes } from './modules/domains/domains.routes.js';
 import { domainStatusRoutes } from './modules/domains/domains.status.routes.js';
 import { installCopyRoutes } from './modules/installs/installs.copy.routes.js';
 import { installsRoutes } from './modules/installs/installs.routes.js';
+import { metricsRoutes } from './modules/metrics/metrics.routes.js';
+import { createMetrics, type Metrics } from './modules/metrics/metrics.service.js';
 import { offloadRoutes } from './modules/offload/offload.routes.js';
 import { operationsRoutes } from './modules/operations/operations.routes.js';
 import { reportsRoutes } from './modules/reports/reports.routes.js';
@@ -65,6 +67,8 @@ export interface AppDeps {
   driver?: HostingDriver;
   /** Default: SMTP when SMTP_URL is set, else the outbox keeps mail. */
   mailer?: Mailer;
+  /** This process's metrics (GET /metrics); default: a registry of this app's own, over `database`. */
+  metrics?: Metrics;
 }
 
 type Hook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -77,7 +81,7 @@ function appendOnRequest(scope: FastifyInstance, hook: Hook) {
   });
 }
 
-const HEALTH_ROUTES = new Set(['/healthz', '/readyz']);
+const HEALTH_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
@@ -130,6 +134,18 @@ export async function buildApp(deps: AppDeps) {
   });
   app.addHook('onSend', etagHook);
 
+  // Requests by route pattern (never the raw URL: ids would make a series each), and database errors.
+  const metrics =
+    deps.metrics ??
+    createMetrics({ database, pools: { main: database }, queueNames: deps.queue.queueNames() });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    metrics.observeRequest(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
+  });
+  app.addHook('onError', async (_request, _reply, error) => {
+    metrics.databaseError(error);
+  });
+
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -143,6 +159,7 @@ export async function buildApp(deps: AppDeps) {
         securitySchemes: {
           basicAuth: { type: 'http', scheme: 'basic' },
           adminToken: { type: 'http', scheme: 'bearer' },
+          metricsToken: { type: 'http', scheme: 'bearer' },
         },
       },
       security: [{ basicAuth: [] }],
@@ -198,6 +215,7 @@ export async function buildApp(deps: AppDeps) {
   const ctx: RouteContext = { config, services };
 
   await app.register(healthRoutes(() => ping(database.db)));
+  await app.register(metricsRoutes(metrics, config.metricsToken));
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v1/swagger' } });
   await app.register(
     publicRoutes(
@@ -262,7 +280,7 @@ export async function buildApp(deps: AppDeps) {
 
   await app.register(
     async (admin) => {
-      appendOnRequest(admin, adminAuthHook(deps.adminToken));
+      appendOnRequest(admin, adminAuthHook(deps.adminToken, config.adminTokenPrevious));
       await admin.register(adminRoutes(ctx));
       await admin.register(adminTestingRoutes(ctx));
       await admin.register(usageAdminRoutes(ctx));
@@ -270,13 +288,29 @@ export async function buildApp(deps: AppDeps) {
     { prefix: '/admin/v1' },
   );
 
-  return Object.assign(app, { services, routes, readCache }) as typeof app & {
+  return Object.assign(app, { services, routes, readCache, metrics }) as typeof app & {
     services: typeof services;
     /** The read cache (null when READ_CACHE_ENTRIES=0). */
     readCache: ReadCache | null;
+    metrics: Metrics;
     routes: readonly { method: string; url: string }[];
   };
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
 export type { FastifyInstance };
+
+/**
+ * What a `hostplane worker` process serves when METRICS_PORT is set: its metrics (its jobs are
+ * counted there) and the probes, nothing else.
+ */
+export async function buildProbeApp(
+  deps: Pick<AppDeps, 'config' | 'database' | 'logger'> & { metrics: Metrics },
+) {
+  const app = Fastify({ logger: deps.logger ?? false }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+  await app.register(healthRoutes(() => ping(deps.database.db)));
+  await app.register(metricsRoutes(deps.metrics, deps.config.metricsToken));
+  return app;
+}

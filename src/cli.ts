@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { createJobQueue } from './jobs/queue.js';
 import { openConfiguredDatabase, start } from './main.js';
 import { SeedFixture } from './modules/admin/admin.schemas.js';
+import { resealSecrets } from './reseal.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { createServices } from './services.js';
 
@@ -13,7 +14,23 @@ const USAGE = `usage: hostplane <command>
   api             run the API only (PostgreSQL; run workers beside it)
   worker          run the job worker only (PostgreSQL)
   migrate         apply database migrations and exit
-  seed FILE.json  load accounts, users, sites, installs and credentials from a fixture`;
+  seed FILE.json  load accounts, users, sites, installs and credentials from a fixture
+  reseal          re-seal stored secrets from HOSTPLANE_SECRET_KEY_OLD to HOSTPLANE_SECRET_KEY`;
+
+/** Key rotation (docs/operations.md): one transaction, safe to rerun. */
+async function reseal() {
+  const config = loadConfig();
+  if (!config.secretKeyOld)
+    throw new Error('reseal needs HOSTPLANE_SECRET_KEY_OLD (the key to re-seal from)');
+  if (!config.secretKey) throw new Error('reseal needs HOSTPLANE_SECRET_KEY (the key to re-seal to)');
+  const database = await openConfiguredDatabase(config);
+  try {
+    const counts = await resealSecrets(database, config.secretKeyOld, config.secretKey);
+    console.log(`resealed ${counts.resealed} sealed values; ${counts.current} already under the new key`);
+  } finally {
+    await database.close();
+  }
+}
 
 async function seed(file: string | undefined) {
   if (!file) throw new Error('seed needs a FILE.json argument');
@@ -49,13 +66,25 @@ async function main(argv: string[]) {
       await start(loadConfig(), command);
       return;
     case 'migrate': {
-      const database = await openConfiguredDatabase(loadConfig());
-      await database.close();
+      // The schema, then pg-boss's own schema and queues: processes started together afterwards find
+      // them made (several processes creating pg-boss's queues at once can deadlock).
+      const config = loadConfig();
+      const database = await openConfiguredDatabase(config);
+      const queue = createJobQueue({ database, jobs: config.jobs });
+      try {
+        await queue.start();
+        await queue.stop();
+      } finally {
+        await database.close();
+      }
       console.log('migrations applied');
       return;
     }
     case 'seed':
       await seed(args[0]);
+      return;
+    case 'reseal':
+      await reseal();
       return;
     default:
       console.error(USAGE);

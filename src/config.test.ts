@@ -199,4 +199,39 @@ describe('loadConfig', () => {
       'HOSTING_DRIVER must be one of simulated, local (got "remote")',
     ]);
   });
+
+  it('issue 15: METRICS_TOKEN, METRICS_PORT and the rotation keys are optional and checked', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.metricsToken, null);
+    assert.equal(defaults.metricsPort, null);
+    assert.equal(defaults.adminTokenPrevious, null);
+    assert.equal(defaults.secretKeyOld, null);
+    const set = loadConfig({
+      METRICS_TOKEN: 'metrics-token-0123456789',
+      METRICS_PORT: '9464',
+      HOSTPLANE_ADMIN_TOKEN_PREVIOUS: 'previous-admin-token-0123',
+      HOSTPLANE_SECRET_KEY_OLD: 'old-secret-key-0123456789abcdefghijklmn',
+    });
+    assert.equal(set.metricsToken, 'metrics-token-0123456789');
+    assert.equal(set.metricsPort, 9464);
+    assert.equal(set.adminTokenPrevious, 'previous-admin-token-0123');
+    assert.equal(set.secretKeyOld, 'old-secret-key-0123456789abcdefghijklmn');
+    const problems = problemsOf({
+      METRICS_TOKEN: 'short',
+      METRICS_PORT: '70000',
+      HOSTPLANE_ADMIN_TOKEN_PREVIOUS: 'short',
+      HOSTPLANE_SECRET_KEY_OLD: 'short',
+    });
+    for (const name of [
+      'METRICS_TOKEN',
+      'METRICS_PORT',
+      'HOSTPLANE_ADMIN_TOKEN_PREVIOUS',
+      'HOSTPLANE_SECRET_KEY_OLD',
+    ]) {
+      assert.ok(
+        problems.some((p) => p.startsWith(name)),
+        `${name}: ${problems.join('; ')}`,
+      );
+    }
+  });
 });

@@ -18,8 +18,22 @@ export interface Config {
   readonly publicUrl: string | null;
   /** `HOSTPLANE_ADMIN_TOKEN`, default generated into DATA_DIR. */
   readonly adminToken: string | null;
+  /**
+   * `HOSTPLANE_ADMIN_TOKEN_PREVIOUS`, default unset: during an admin token rotation, the old token,
+   * still accepted beside HOSTPLANE_ADMIN_TOKEN until it is removed (docs/operations.md).
+   */
+  readonly adminTokenPrevious: string | null;
   /** `HOSTPLANE_SECRET_KEY`, default generated into DATA_DIR. */
   readonly secretKey: string | null;
+  /** `HOSTPLANE_SECRET_KEY_OLD`, default unset: the key `hostplane reseal` re-seals stored secrets from. */
+  readonly secretKeyOld: string | null;
+  /** `METRICS_TOKEN`, default unset (GET /metrics is open): the Bearer token GET /metrics then requires. */
+  readonly metricsToken: string | null;
+  /**
+   * `METRICS_PORT`, default unset: `hostplane worker` then serves GET /metrics, /healthz and /readyz on
+   * this port (the API serves them on PORT).
+   */
+  readonly metricsPort: number | null;
   /** `RATE_LIMIT_PER_MINUTE`, default 1200 per credential (or per IP before auth); 0 disables limits. */
   readonly rateLimitPerMinute: number;
   /** `REDIS_URL`, default unset: shared rate-limit store for several processes. */
@@ -272,6 +286,15 @@ export function loadConfig(env: Env = process.env): Config {
   const secretKey = env.HOSTPLANE_SECRET_KEY || null;
   if (secretKey !== null && secretKey.length < 32)
     problems.push('HOSTPLANE_SECRET_KEY must be at least 32 characters');
+  const adminTokenPrevious = env.HOSTPLANE_ADMIN_TOKEN_PREVIOUS || null;
+  if (adminTokenPrevious !== null && adminTokenPrevious.length < 16)
+    problems.push('HOSTPLANE_ADMIN_TOKEN_PREVIOUS must be at least 16 characters');
+  const secretKeyOld = env.HOSTPLANE_SECRET_KEY_OLD || null;
+  if (secretKeyOld !== null && secretKeyOld.length < 32)
+    problems.push('HOSTPLANE_SECRET_KEY_OLD must be at least 32 characters');
+  const metricsToken = env.METRICS_TOKEN || null;
+  if (metricsToken !== null && !/^[\x21-\x7e]{16,512}$/.test(metricsToken))
+    problems.push('METRICS_TOKEN must be 16 to 512 printable characters without spaces');
   const installDomain = env.INSTALL_DOMAIN || 'hostplane.app';
   if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/.test(installDomain)) {
     problems.push(`INSTALL_DOMAIN must be a lower-case DNS name (got "${installDomain}")`);
@@ -285,7 +308,11 @@ export function loadConfig(env: Env = process.env): Config {
       : { kind: 'pglite', dir: path.join(dataDir, 'pg') },
     publicUrl: publicUrl?.replace(/\/+$/, '') ?? null,
     adminToken,
+    adminTokenPrevious,
     secretKey,
+    secretKeyOld,
+    metricsToken,
+    metricsPort: optionalInt(env, 'METRICS_PORT', 0, 65535, problems),
     rateLimitPerMinute: intVar(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000, problems),
     redisUrl: urlVar(env, 'REDIS_URL', ['redis:', 'rediss:'], problems),
     logLevel: logLevel as Config['logLevel'],

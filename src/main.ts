@@ -1,7 +1,7 @@
 import { count } from 'drizzle-orm';
 import { Redis, type RedisOptions } from 'ioredis';
 import { pino } from 'pino';
-import { buildApp } from './app.js';
+import { buildApp, buildProbeApp } from './app.js';
 import { createManualClock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Database, type DbOptions, openDatabase } from './db/client.js';
@@ -10,6 +10,7 @@ import { accounts } from './db/schema.js';
 import { createOutage } from './jobs/outage.js';
 import { createJobQueue } from './jobs/queue.js';
 import { createWorker } from './jobs/worker.js';
+import { createMetrics, type Metrics } from './modules/metrics/metrics.service.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { createServices } from './services.js';
 
@@ -127,10 +128,13 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
   const log = pino(logOptions);
   // One log line per database outage from all background loops of this process (jobs/outage.ts).
   const outage = createOutage(log);
-  const lost = (err: Error) =>
-    role === 'api'
-      ? log.warn({ err }, 'database connection lost')
-      : outage.failed('database connection', err);
+  // Made once the databases are open; a connection lost before that is only logged.
+  let metrics: Metrics | undefined;
+  const lost = (err: Error) => {
+    metrics?.connectionError();
+    if (role === 'api') log.warn({ err }, 'database connection lost');
+    else outage.failed('database connection', err);
+  };
   // Background work (migrations, the queue, the worker) has its own pool with the longer budget; on
   // PostgreSQL, requests get a second pool whose short budget answers 503 within seconds (G11).
   const database = await openConfiguredDatabase(config, lost);
@@ -148,6 +152,17 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
     onError: (err) => outage.failed('job queue', err),
   });
   await queue.start({ maintenance: role !== 'api' });
+  // One registry for the process: requests of the API, jobs of the worker, both pools.
+  metrics = createMetrics({
+    database: apiDatabase ?? database,
+    pools:
+      apiDatabase === database
+        ? { main: database }
+        : apiDatabase
+          ? { api: apiDatabase, background: database }
+          : { background: database },
+    queueNames: queue.queueNames(),
+  });
   const admin = loadOrCreateSecret(config.adminToken, config.dataDir, 'admin-token');
   const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
   const redis = config.redisUrl && role !== 'worker' ? createRedis(config.redisUrl) : undefined;
@@ -161,6 +176,7 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
         redis,
         queue,
         logger: logOptions,
+        metrics,
       })
     : null;
   // The worker's handlers use the background pool (a long step keeps its longer budget).
@@ -179,6 +195,11 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
           outage,
           config: config.jobs,
         });
+  if (worker) metrics.observeJobs(worker.runner.events);
+  const probe =
+    role === 'worker' && config.metricsPort !== null
+      ? await buildProbeApp({ config, database, metrics, logger: logOptions })
+      : null;
 
   // Installed before the banner: a supervisor that signals as soon as it reads it gets a clean stop.
   let closing = false;
@@ -187,6 +208,7 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
     closing = true;
     log.info({ signal }, 'shutting down');
     await app?.close();
+    await probe?.close();
     await worker?.stop();
     if (services !== app?.services) await services.closeDriver();
     await queue.stop();
@@ -207,6 +229,12 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
   const where = database.kind === 'pglite' ? `embedded PGlite (${config.dataDir})` : 'PostgreSQL';
   if (!app) {
     print(`Hostplane worker is running ${queue.queueNames().length} job queues on ${where}`);
+    if (probe) {
+      await probe.listen({ port: config.metricsPort ?? 0, host: config.host });
+      const address = probe.server.address();
+      const port = typeof address === 'object' && address ? address.port : config.metricsPort;
+      print(`Metrics and probes: http://127.0.0.1:${port}/metrics, /healthz, /readyz`);
+    }
     return { app, worker, database, shutdown, port: null };
   }
 

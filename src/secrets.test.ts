@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { createSecretBox } from './secrets.js';
+import { createResealer, createSecretBox } from './secrets.js';
 
 describe('createSecretBox (certificate private keys at rest)', () => {
   const box = createSecretBox('a-test-secret-key-of-at-least-32-chars');
@@ -32,5 +32,30 @@ describe('createSecretBox (certificate private keys at rest)', () => {
   it('handles binary plaintext', () => {
     const der = randomBytes(1200);
     assert.deepEqual(box.open(box.seal(der, 'x'), 'x'), der);
+  });
+});
+
+describe('key rotation (createSecretBox with the old key, createResealer)', () => {
+  const OLD = 'old-secret-key-0123456789abcdefghijklmn';
+  const NEW = 'new-secret-key-0123456789abcdefghijklmn';
+
+  it('a box with the old key opens values of either key and seals under the new one', () => {
+    const underOld = createSecretBox(OLD).seal(Buffer.from('k'), 'ctx');
+    const box = createSecretBox(NEW, OLD);
+    assert.equal(box.open(underOld, 'ctx').toString(), 'k');
+    const fresh = box.seal(Buffer.from('k2'), 'ctx');
+    assert.equal(createSecretBox(NEW).open(fresh, 'ctx').toString(), 'k2');
+    assert.throws(() => createSecretBox(NEW).open(underOld, 'ctx'));
+    assert.throws(() => box.open(underOld, 'another context'));
+  });
+
+  it('the resealer moves old values, leaves new ones (null) and refuses values of neither key', () => {
+    const reseal = createResealer(OLD, NEW);
+    const moved = reseal(createSecretBox(OLD).seal(Buffer.from('k'), 'ctx'), 'ctx');
+    assert.ok(moved);
+    assert.equal(createSecretBox(NEW).open(moved, 'ctx').toString(), 'k');
+    assert.equal(reseal(moved, 'ctx'), null);
+    const foreign = createSecretBox('third-secret-key-0123456789abcdefghijk').seal(Buffer.from('k'), 'ctx');
+    assert.throws(() => reseal(foreign, 'ctx'), /opens under neither/);
   });
 });

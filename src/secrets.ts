@@ -30,15 +30,61 @@ export function loadOrCreateSecret(
 /** A sealed value: format version, 12-byte IV, 16-byte GCM tag and ciphertext, each base64url. */
 const SEALED = /^v1\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]+)$/;
 
+const boxKey = (secretKey: string) =>
+  Buffer.from(
+    hkdfSync('sha256', Buffer.from(secretKey, 'utf8'), 'hostplane', 'hostplane/v1/sealed-values', 32),
+  );
+
 /**
  * AES-256-GCM with a key derived by HKDF-SHA256 from HOSTPLANE_SECRET_KEY. Each value gets a fresh
  * random IV; `context` (e.g. the certificate id) is bound as additional data, so a sealed value
- * copied onto another row does not open. Changing the secret key makes existing values unreadable.
+ * copied onto another row does not open. Changing the secret key makes existing values unreadable,
+ * unless the old key is given as `previousKey` (HOSTPLANE_SECRET_KEY_OLD, during a rotation): values
+ * then still open under it, and new ones are sealed under the new key (`hostplane reseal` moves the rest).
  */
-export function createSecretBox(secretKey: string) {
-  const key = Buffer.from(
-    hkdfSync('sha256', Buffer.from(secretKey, 'utf8'), 'hostplane', 'hostplane/v1/sealed-values', 32),
-  );
+export function createSecretBox(secretKey: string, previousKey: string | null = null) {
+  const box = openWith(boxKey(secretKey));
+  const previous = previousKey ? openWith(boxKey(previousKey)) : null;
+  return {
+    seal: box.seal,
+    open(sealed: string, context: string): Buffer {
+      if (!previous) return box.open(sealed, context);
+      try {
+        return box.open(sealed, context);
+      } catch {
+        return previous.open(sealed, context);
+      }
+    },
+  };
+}
+
+export type SecretBox = ReturnType<typeof createSecretBox>;
+
+/**
+ * `hostplane reseal`: a sealed value under the new key, or null when it already is (so a rerun
+ * changes nothing). Throws when the value opens under neither key.
+ */
+export function createResealer(oldKey: string, newKey: string) {
+  const fresh = openWith(boxKey(newKey));
+  const old = openWith(boxKey(oldKey));
+  return (sealed: string, context: string): string | null => {
+    try {
+      fresh.open(sealed, context);
+      return null;
+    } catch {
+      // Not under the new key: it must open under the old one.
+    }
+    try {
+      return fresh.seal(old.open(sealed, context), context);
+    } catch {
+      throw new Error(`the sealed value of ${context} opens under neither the old nor the new key`);
+    }
+  };
+}
+
+export type Resealer = ReturnType<typeof createResealer>;
+
+function openWith(key: Buffer) {
   return {
     seal(plaintext: Buffer, context: string): string {
       const iv = randomBytes(12);
@@ -59,8 +105,6 @@ export function createSecretBox(secretKey: string) {
     },
   };
 }
-
-export type SecretBox = ReturnType<typeof createSecretBox>;
 
 /**
  * HMAC-SHA256 under a key derived by HKDF from HOSTPLANE_SECRET_KEY for one `purpose` (signed

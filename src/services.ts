@@ -111,7 +111,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   // status part of certificates needs no domains, so it comes first.
   const { sslStatusOf } = createCertificateCoverage({ db, clock });
   const domains = createDomainsService({ db, clock, installs, resolver, installDomain, sslStatusOf });
-  const secretBox = createSecretBox(secretKey);
+  const secretBox = createSecretBox(secretKey, config.secretKeyOld);
   const trustedRoots = trustedRootsWith(extraTrustedRoots(config.extraCaCertsFile));
   const certificates = createCertificatesService({ db, clock, installs, domains, secretBox, trustedRoots });
   // Issue 13: domain status reports (checkStatus), a job of their own.
@@ -238,7 +238,7 @@ function configuredDriver({
   clock,
   secretKey,
 }: Pick<ServiceDeps, 'config' | 'clock' | 'secretKey'> & { db: Database['db'] }): HostingDriver {
-  const secretBox = createSecretBox(secretKey);
+  const secretBox = createSecretBox(secretKey, config.secretKeyOld);
   const simulated = createSimulatedDriver({ db, clock, durations: config.driver.durations, secretBox });
   const local = config.driver.local;
   if (config.driver.kind !== 'local' || !local) return simulated;

@@ -22,6 +22,8 @@ function loadX509(): Promise<typeof X509> {
 }
 
 const CA_ID = 'default';
+/** What the CA's sealed key is bound to (secrets.ts `context`). */
+export const CA_KEY_CONTEXT = 'simulated-ca';
 const CA_NAME = 'CN=Hostplane Simulated CA, O=Hostplane (simulated driver)';
 const crypto = webcrypto;
 /** The same WebCrypto, typed as @peculiar/x509 names it. */
@@ -72,12 +74,12 @@ async function loadOrCreateCa(db: Db, box: SecretBox, now: Date) {
     await insertCa(db, {
       id: CA_ID,
       cert_pem: cert.toString('pem'),
-      key_sealed: box.seal(Buffer.from(der), 'simulated-ca'),
+      key_sealed: box.seal(Buffer.from(der), CA_KEY_CONTEXT),
     });
     row = await findCa(db, CA_ID);
   }
   if (!row) throw new Error('simulated CA could not be stored');
-  const keyDer = box.open(row.key_sealed, 'simulated-ca');
+  const keyDer = box.open(row.key_sealed, CA_KEY_CONTEXT);
   const signingKey = await crypto.subtle.importKey('pkcs8', keyDer, EC, false, ['sign']);
   return { cert: new x509.X509Certificate(row.cert_pem), signingKey };
 }

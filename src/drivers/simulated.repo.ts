@@ -127,3 +127,21 @@ export async function findCa(db: Db, id: string) {
 export async function insertCa(db: Db, row: typeof simulatedCa.$inferInsert) {
   await db.insert(simulatedCa).values(row).onConflictDoNothing();
 }
+
+/** `hostplane reseal`: every sealed key of the simulated driver (its CA's, its issued certificates'). */
+export async function sealedValues(tx: Db) {
+  const cas = await tx.select({ id: simulatedCa.id, sealed: simulatedCa.key_sealed }).from(simulatedCa);
+  const tasks = await tx
+    .select({ key: simulatedTasks.key, result: simulatedTasks.result })
+    .from(simulatedTasks)
+    .where(sql`${simulatedTasks.result}->>'key_sealed' is not null`);
+  return { cas, tasks };
+}
+
+export async function setCaKey(tx: Db, id: string, sealed: string) {
+  await tx.update(simulatedCa).set({ key_sealed: sealed }).where(eq(simulatedCa.id, id));
+}
+
+export async function setTaskResult(tx: Db, key: string, result: unknown) {
+  await tx.update(simulatedTasks).set({ result }).where(eq(simulatedTasks.key, key));
+}

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
 import { withTransaction } from '../db/transaction.js';
-import type { SecretBox } from '../secrets.js';
+import type { Resealer, SecretBox } from '../secrets.js';
 import {
   type ArchiveSource,
   type CallContext,
@@ -16,7 +16,7 @@ import {
   type Snapshot,
 } from './driver.js';
 import * as repo from './simulated.repo.js';
-import { issueSimulatedCertificate } from './simulated-ca.js';
+import { CA_KEY_CONTEXT, issueSimulatedCertificate } from './simulated-ca.js';
 import { tarGz } from './tar.js';
 
 export interface SimulatedDriverDeps {
@@ -197,7 +197,7 @@ export function createSimulatedDriver({ db, clock, durations, secretBox }: Simul
 
     // The task's result is stored (simulated_tasks.result): the key goes there sealed, never as PEM.
     async issueCertificate(ctx: CallContext, input: { install: InstallRef; names: string[] }) {
-      const context = `simulated-task:issue_certificate:${ctx.key}`;
+      const context = taskKeyContext(ctx.key);
       const result = await call('issue_certificate', ctx, input.install.id, async (tx, now) => {
         const issued = await issueSimulatedCertificate(tx, secretBox, { names: input.names, now });
         return {
@@ -269,3 +269,34 @@ export function createFaultsService({ db, clock }: { db: Db; clock: Clock }) {
 }
 
 export type FaultsService = ReturnType<typeof createFaultsService>;
+
+/** What the key of an issued certificate, stored in its task's result, is sealed for (the call's key). */
+const taskKeyContext = (callKey: string) => `simulated-task:issue_certificate:${callKey}`;
+const TASK_PREFIX = 'issue_certificate:';
+
+/** `hostplane reseal`: the simulated driver's sealed keys (its CA's, its issued certificates'), inside `tx`. */
+export async function resealSimulatedSecrets(tx: Db, reseal: Resealer) {
+  let resealed = 0;
+  let current = 0;
+  const { cas, tasks } = await repo.sealedValues(tx);
+  for (const ca of cas) {
+    const next = reseal(ca.sealed, CA_KEY_CONTEXT);
+    if (next === null) current++;
+    else {
+      await repo.setCaKey(tx, ca.id, next);
+      resealed++;
+    }
+  }
+  for (const task of tasks) {
+    const result = task.result as { key_sealed: string };
+    // Task rows are keyed `<operation>:<call key>` (see `call`).
+    if (!task.key.startsWith(TASK_PREFIX)) continue;
+    const next = reseal(result.key_sealed, taskKeyContext(task.key.slice(TASK_PREFIX.length)));
+    if (next === null) current++;
+    else {
+      await repo.setTaskResult(tx, task.key, { ...result, key_sealed: next });
+      resealed++;
+    }
+  }
+  return { resealed, current };
+}

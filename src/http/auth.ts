@@ -51,10 +51,24 @@ export function callerOf(request: FastifyRequest): Caller {
   return request.caller;
 }
 
-/** `/admin/v1`: `Authorization: Bearer <HOSTPLANE_ADMIN_TOKEN>`, compared in constant time. */
-export function adminAuthHook(adminToken: string) {
+/**
+ * `Authorization: Bearer <token>` for one of `tokens`, compared in constant time (each one is
+ * compared, so the time does not tell which matched). 401 otherwise.
+ */
+export function bearerAuthHook(tokens: readonly string[]) {
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     const match = /^Bearer\s+(\S{1,512})\s*$/i.exec(request.headers.authorization ?? '');
-    if (!match?.[1] || !safeEqual(match[1], adminToken)) throw Errors.unauthenticated();
+    const given = match?.[1];
+    let ok = false;
+    for (const token of tokens) if (given !== undefined && safeEqual(given, token)) ok = true;
+    if (!ok) throw Errors.unauthenticated();
   };
+}
+
+/**
+ * `/admin/v1`: `Authorization: Bearer <HOSTPLANE_ADMIN_TOKEN>`; during a rotation, the previous
+ * token (HOSTPLANE_ADMIN_TOKEN_PREVIOUS) too (docs/operations.md).
+ */
+export function adminAuthHook(adminToken: string, previous: string | null = null) {
+  return bearerAuthHook(previous ? [adminToken, previous] : [adminToken]);
 }

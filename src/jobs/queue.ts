@@ -147,6 +147,28 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
     await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${name})`);
   }
 
+  async function startBoss(options: StartOptions) {
+    const instance = new PgBoss({
+      db,
+      schema: BOSS_SCHEMA,
+      migrate: true,
+      schedule: false,
+      supervise: options.maintenance ?? false,
+      maintenanceIntervalSeconds: jobs.maintenanceSeconds,
+    } as PgBoss.ConstructorOptions);
+    instance.on('error', (err) => onError?.(err));
+    await instance.start();
+    for (const [name, spec] of Object.entries(specs)) {
+      const dead = exhaustedQueue(name);
+      await instance.createQueue(dead, { name: dead, policy: 'standard', retryLimit: 5, retryDelay: 5 });
+      const opts = queueOptions(spec, jobs, dead);
+      await instance.createQueue(name, { ...opts, name });
+      // The catalog (and JOB_* settings) may have changed since the queue was made.
+      await instance.updateQueue(name, { ...opts, name });
+    }
+    boss = instance;
+  }
+
   return {
     /** Every queue name a worker serves: each job and its dead-letter queue. */
     queueNames(): string[] {
@@ -157,28 +179,13 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
       return specs[name];
     },
 
-    /** Installs or upgrades pg-boss's schema (under its advisory lock) and creates every queue. */
+    /**
+     * Installs or upgrades pg-boss's schema and creates every queue, one process at a time on
+     * PostgreSQL (processes creating the queues at once deadlocked: cli.test.ts, three migrates).
+     */
     async start(options: StartOptions = {}) {
       if (boss) return;
-      const instance = new PgBoss({
-        db,
-        schema: BOSS_SCHEMA,
-        migrate: true,
-        schedule: false,
-        supervise: options.maintenance ?? false,
-        maintenanceIntervalSeconds: jobs.maintenanceSeconds,
-      } as PgBoss.ConstructorOptions);
-      instance.on('error', (err) => onError?.(err));
-      await instance.start();
-      for (const [name, spec] of Object.entries(specs)) {
-        const dead = exhaustedQueue(name);
-        await instance.createQueue(dead, { name: dead, policy: 'standard', retryLimit: 5, retryDelay: 5 });
-        const opts = queueOptions(spec, jobs, dead);
-        await instance.createQueue(name, { ...opts, name });
-        // The catalog (and JOB_* settings) may have changed since the queue was made.
-        await instance.updateQueue(name, { ...opts, name });
-      }
-      boss = instance;
+      await oneAtATime(database, () => startBoss(options));
     },
 
     async stop() {
@@ -329,6 +336,25 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
       return listenPostgres(databaseUrl, onWake, onError);
     },
   };
+}
+
+/** Arbitrary constant key of the advisory lock that serialises pg-boss's install across processes. */
+const QUEUE_LOCK_KEY = 727_274_002;
+
+/** Runs `fn` holding a session advisory lock on a connection of its own (outside the pool); PGlite: at once. */
+async function oneAtATime(database: Database, fn: () => Promise<void>) {
+  if (!database.pool) return fn();
+  // No statement timeout: waiting for the lock may take as long as another process's install.
+  const options = database.pool.options as pg.ClientConfig;
+  const client = new pg.Client({ ...options, statement_timeout: false, query_timeout: 0 });
+  await client.connect();
+  try {
+    await client.query('select pg_advisory_lock($1)', [QUEUE_LOCK_KEY]);
+    await fn();
+  } finally {
+    // Ending the session releases the lock.
+    await client.end().catch(() => {});
+  }
 }
 
 /**

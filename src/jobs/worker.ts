@@ -28,6 +28,21 @@ export interface RunnerDeps {
 
 /** Emitted with `{ name, id }` when a handler starts (bench/, diagnostics). */
 export const JOB_STARTED = 'job-started';
+/** Emitted with a {@link JobFinished} when an attempt ends, once its end is recorded (metrics). */
+export const JOB_FINISHED = 'job-finished';
+
+/**
+ * How an attempt ended: `completed`; `failed` (the handler threw or exceeded its expiry: retried
+ * after its back-off, or dead-lettered); `released` (a drain or a lost lease gave it back untried).
+ */
+export type JobOutcome = 'completed' | 'failed' | 'released';
+export interface JobFinished {
+  /** The queue: the job's name, or `<name>-exhausted` for its dead-letter handler. */
+  name: string;
+  id: string;
+  outcome: JobOutcome;
+  seconds: number;
+}
 
 class JobAborted extends Error {}
 /** A job given back without blaming it (a drain's timeout, a lost lease): retried at once. */
@@ -108,11 +123,17 @@ export function createJobRunner({ queue, handlers, sweep, log, workerId, outage 
       Math.max(1, job.expireInSeconds) * 1000,
     );
     const owner = workerId?.();
+    const startedAt = performance.now();
+    const finished = (outcome: JobOutcome) => {
+      const seconds = (performance.now() - startedAt) / 1000;
+      events.emit(JOB_FINISHED, { name: queueName, id: job.id, outcome, seconds } satisfies JobFinished);
+    };
     const done = (async () => {
       try {
         await Promise.race([execute(queueName, job, controller), whenAborted(controller.signal)]);
         clearTimeout(timer);
         await settle(job, queueName, () => queue.complete(queueName, job.id, owner));
+        finished('completed');
       } catch (err) {
         clearTimeout(timer);
         const released = controller.signal.reason instanceof JobReleased;
@@ -121,6 +142,7 @@ export function createJobRunner({ queue, handlers, sweep, log, workerId, outage 
         await settle(job, queueName, () =>
           queue.fail(queueName, job.id, err, { ...(owner && { workerId: owner }), retryNow: released }),
         );
+        finished(released ? 'released' : 'failed');
       } finally {
         running.delete(job.id);
       }

@@ -204,6 +204,8 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     sweep: app.services.due.sweep,
     log: { info: record('info'), warn: record('warn'), error: record('error') },
   });
+  // What a worker in the app's process does (src/main.ts): its jobs count in the app's /metrics.
+  app.metrics.observeJobs(runner.events);
   return {
     app,
     clock,

@@ -1064,6 +1064,8 @@ export const ROUTES: readonly SecuredRoute[] = [
   pub('GET', '/v1/swagger'),
   pub('GET', '/healthz'),
   pub('GET', '/readyz'),
+  // Open unless METRICS_TOKEN is set (test/api/metrics.test.ts checks the token).
+  pub('GET', '/metrics'),
   pub('GET', '/docs'),
   pub('HEAD', '/docs/'),
   pub('GET', '/docs/static/index.html'),

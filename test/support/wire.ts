@@ -38,6 +38,8 @@ export const EXTENSIONS: readonly string[] = [
   // Probes and the interactive documentation.
   'GET /healthz',
   'GET /readyz',
+  // Prometheus metrics (text, not JSON).
+  'GET /metrics',
   'GET /docs*',
   // Operations of asynchronous work (G10): the URL of every 202's Location header.
   'GET /v1/operations/{}',

@@ -1,9 +1,9 @@
-import { and, asc, desc, eq, inArray } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
 import { certificates } from '../../db/schema.js';
 
-// The sealed private key is written once and never selected: nothing here can return it.
+// The sealed private key is never selected for a response: only the key rotation (sealedKeys) reads it.
 const projection = {
   id: certificates.id,
   install_id: certificates.install_id,
@@ -54,4 +54,18 @@ export async function deleteCertificates(db: Db, installId: string, ids: string[
   await db
     .delete(certificates)
     .where(and(eq(certificates.install_id, installId), inArray(certificates.id, ids)));
+}
+
+/** `hostplane reseal`: the next `limit` sealed private keys after `afterId`, in id order. */
+export function sealedKeys(tx: Db, afterId: string | null, limit: number) {
+  return tx
+    .select({ id: certificates.id, sealed: certificates.private_key_sealed })
+    .from(certificates)
+    .where(afterId ? gt(certificates.id, afterId) : undefined)
+    .orderBy(asc(certificates.id))
+    .limit(limit);
+}
+
+export async function setSealedKey(tx: Db, id: string, sealed: string) {
+  await tx.update(certificates).set({ private_key_sealed: sealed }).where(eq(certificates.id, id));
 }

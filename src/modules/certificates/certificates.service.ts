@@ -5,7 +5,7 @@ import type { Db } from '../../db/client.js';
 import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
-import type { SecretBox } from '../../secrets.js';
+import type { Resealer, SecretBox } from '../../secrets.js';
 import type { DomainsService, SslStatus } from '../domains/domains.service.js';
 import type { InstallsService } from '../installs/installs.service.js';
 import {
@@ -163,3 +163,27 @@ export function createCertificatesService(deps: CertificatesDeps) {
 }
 
 export type CertificatesService = ReturnType<typeof createCertificatesService>;
+
+/**
+ * `hostplane reseal`: every certificate private key sealed under the new secret key, inside the
+ * caller's transaction, in batches. Keys already under the new key are left as they are.
+ */
+export async function resealCertificateKeys(tx: Db, reseal: Resealer) {
+  let resealed = 0;
+  let current = 0;
+  let after: string | null = null;
+  for (;;) {
+    const batch = await repo.sealedKeys(tx, after, 500);
+    for (const row of batch) {
+      const next = reseal(row.sealed, row.id);
+      if (next === null) current++;
+      else {
+        await repo.setSealedKey(tx, row.id, next);
+        resealed++;
+      }
+    }
+    const last = batch.at(-1);
+    if (!last) return { resealed, current };
+    after = last.id;
+  }
+}

@@ -1,0 +1,207 @@
+import type { EventEmitter } from 'node:events';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from '../../db/client.js';
+import { isDatabaseUnavailable, sqlState } from '../../db/errors.js';
+import { JOB_FINISHED, type JobFinished } from '../../jobs/worker.js';
+import * as repo from './metrics.repo.js';
+
+export interface MetricsDeps {
+  /** Where the scrape-time gauges are read (queue depth, operations, outbox). */
+  database: Database;
+  /** The database handles of this process by pool name (`api`, `background`), for pool use. */
+  pools: Readonly<Record<string, Database>>;
+  /** Every queue of the catalog, so an empty queue still shows 0. */
+  queueNames: readonly string[];
+  /** How long the scrape-time queries may take before the scrape answers without them. */
+  queryTimeoutMs?: number;
+}
+
+/** Why a database error happened: the database is out of reach, a statement failed, a pooled connection broke. */
+export type DatabaseErrorKind = 'unavailable' | 'query' | 'connection';
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const JOB_SECONDS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
+
+class QueryTimeout extends Error {}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new QueryTimeout(`metrics queries took over ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The Prometheus metrics of one process, in a registry of its own (never prom-client's global one:
+ * tests build many apps in one process). Requests and jobs are counted as they end; queue depth,
+ * operations and the outbox are read from the database when scraped, with a timeout.
+ */
+export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 2000 }: MetricsDeps) {
+  const registry = new Registry();
+  const registers = [registry];
+  // Process metrics, event-loop lag (nodejs_eventloop_lag_*) among them.
+  collectDefaultMetrics({ register: registry });
+
+  const requests = new Counter({
+    name: 'hostplane_http_requests_total',
+    help: 'HTTP requests answered, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'],
+    registers,
+  });
+  const requestSeconds = new Histogram({
+    name: 'hostplane_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'],
+    buckets: SECONDS,
+    registers,
+  });
+  const jobs = new Counter({
+    name: 'hostplane_jobs_total',
+    help: 'Job attempts that ended, by kind (queue) and outcome (completed, failed, released)',
+    labelNames: ['kind', 'outcome'],
+    registers,
+  });
+  const jobSeconds = new Histogram({
+    name: 'hostplane_job_duration_seconds',
+    help: 'Run time of a job attempt, by kind (queue) and outcome',
+    labelNames: ['kind', 'outcome'],
+    buckets: JOB_SECONDS,
+    registers,
+  });
+  const dbErrors = new Counter({
+    name: 'hostplane_db_errors_total',
+    help: 'Database errors: unavailable (out of reach), query (a statement failed), connection (a pooled connection broke)',
+    labelNames: ['kind'],
+    registers,
+  });
+  for (const kind of ['unavailable', 'query', 'connection'] satisfies DatabaseErrorKind[])
+    dbErrors.inc({ kind }, 0);
+  const scrapeErrors = new Counter({
+    name: 'hostplane_metrics_query_errors_total',
+    help: 'Scrapes whose database gauges could not be read (error or timeout); those gauges are then absent',
+    registers,
+  });
+
+  const gauge = (name: string, help: string, labelNames: string[] = []) =>
+    new Gauge({ name, help, labelNames, registers });
+  const queueWaiting = gauge('hostplane_queue_waiting_jobs', 'Jobs ready to run and not yet taken', [
+    'queue',
+  ]);
+  const queueActive = gauge('hostplane_queue_active_jobs', 'Jobs running now', ['queue']);
+  const queueDeferred = gauge(
+    'hostplane_queue_deferred_jobs',
+    'Jobs waiting for a later start (retry back-off, scheduled)',
+    ['queue'],
+  );
+  const queueOldest = gauge(
+    'hostplane_queue_oldest_waiting_seconds',
+    'Age of the oldest job ready to run and not yet taken',
+    ['queue'],
+  );
+  const operations = gauge('hostplane_operations', 'Operations by type and status', ['type', 'status']);
+  const outboxPending = gauge('hostplane_outbox_pending_messages', 'Mail messages not yet sent');
+  const outboxOldest = gauge('hostplane_outbox_oldest_pending_seconds', 'Age of the oldest unsent message');
+  const dbGauges = [
+    queueWaiting,
+    queueActive,
+    queueDeferred,
+    queueOldest,
+    operations,
+    outboxPending,
+    outboxOldest,
+  ];
+
+  // Pool use, read from the pools themselves when scraped. PGlite is one in-process connection.
+  new Gauge({
+    name: 'hostplane_db_pool_connections',
+    help: 'Database connections by pool and state (total, idle); PGlite: one connection, total only',
+    labelNames: ['pool', 'state'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [name, db] of Object.entries(pools)) {
+        if (db.pool) {
+          this.set({ pool: name, state: 'total' }, db.pool.totalCount);
+          this.set({ pool: name, state: 'idle' }, db.pool.idleCount);
+        } else {
+          this.set({ pool: name, state: 'total' }, 1);
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: 'hostplane_db_pool_waiting_requests',
+    help: 'Queries waiting for a pooled connection (0 on PGlite, whose queries queue inside it)',
+    labelNames: ['pool'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [name, db] of Object.entries(pools)) this.set({ pool: name }, db.pool?.waitingCount ?? 0);
+    },
+  });
+
+  /** Counts a database error (a no-op for anything else); answers whether it was one. */
+  function databaseError(err: unknown): boolean {
+    const kind = isDatabaseUnavailable(err) ? 'unavailable' : sqlState(err) ? 'query' : null;
+    if (kind) dbErrors.inc({ kind });
+    return kind !== null;
+  }
+
+  async function readDatabaseGauges() {
+    const [queues, ops, outbox] = await Promise.all([
+      repo.queueStats(database.db),
+      repo.operationCounts(database.db),
+      repo.outboxBacklog(database.db),
+    ]);
+    for (const g of dbGauges) g.reset();
+    const byQueue = new Map(queues.map((q) => [q.queue, q]));
+    for (const queue of new Set([...queueNames, ...byQueue.keys()])) {
+      const q = byQueue.get(queue);
+      queueWaiting.set({ queue }, q?.waiting ?? 0);
+      queueActive.set({ queue }, q?.active ?? 0);
+      queueDeferred.set({ queue }, q?.deferred ?? 0);
+      queueOldest.set({ queue }, Number(q?.oldest_seconds ?? 0));
+    }
+    for (const o of ops) operations.set({ type: o.type, status: o.status }, o.n);
+    outboxPending.set(outbox.pending);
+    outboxOldest.set(Number(outbox.oldest_seconds));
+  }
+
+  return {
+    contentType: registry.contentType,
+
+    /** The Prometheus text of this process (the database gauges are left out when they cannot be read). */
+    async scrape(): Promise<string> {
+      try {
+        await withTimeout(readDatabaseGauges(), queryTimeoutMs);
+      } catch (err) {
+        for (const g of dbGauges) g.reset();
+        scrapeErrors.inc();
+        if (!(err instanceof QueryTimeout)) databaseError(err);
+      }
+      return registry.metrics();
+    },
+
+    /** One answered request; `route` is the route pattern (`/v1/sites/:site_id`), never the raw URL. */
+    observeRequest(route: string, method: string, status: number, seconds: number) {
+      const labels = { route, method, status: String(status) };
+      requests.inc(labels);
+      requestSeconds.observe(labels, seconds);
+    },
+
+    /** Counts the attempts a job runner ends (its JOB_FINISHED events). */
+    observeJobs(events: EventEmitter) {
+      events.on(JOB_FINISHED, ({ name, outcome, seconds }: JobFinished) => {
+        jobs.inc({ kind: name, outcome });
+        jobSeconds.observe({ kind: name, outcome }, seconds);
+      });
+    },
+
+    databaseError,
+    /** A pooled connection broke (the pool's error event). */
+    connectionError: () => dbErrors.inc({ kind: 'connection' }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,35 @@
+import type { Database } from './db/client.js';
+import { withTransaction } from './db/transaction.js';
+import { resealSimulatedSecrets } from './drivers/simulated.js';
+import { resealCertificateKeys } from './modules/certificates/certificates.service.js';
+import { createResealer } from './secrets.js';
+
+export interface ResealCounts {
+  /** Values that were under the old key and are now under the new one. */
+  resealed: number;
+  /** Values already under the new key (a rerun, or written after the new key was deployed). */
+  current: number;
+}
+
+/**
+ * `hostplane reseal` (key rotation, docs/operations.md): every value sealed with the secret key
+ * (certificate private keys, the simulated driver's CA and issued keys) is opened with `oldKey` and
+ * sealed again with `newKey`, in one transaction: all of it moves, or nothing does (a value that opens
+ * under neither key aborts the run). Safe to rerun: values already under the new key are skipped.
+ */
+export async function resealSecrets(
+  database: Database,
+  oldKey: string,
+  newKey: string,
+): Promise<ResealCounts> {
+  if (oldKey === newKey) throw new Error('the old and the new secret key are the same');
+  const reseal = createResealer(oldKey, newKey);
+  return withTransaction(database.db, async (tx) => {
+    const certificates = await resealCertificateKeys(tx, reseal);
+    const simulated = await resealSimulatedSecrets(tx, reseal);
+    return {
+      resealed: certificates.resealed + simulated.resealed,
+      current: certificates.current + simulated.current,
+    };
+  });
+}
