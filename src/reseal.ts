@@ -1,5 +1,6 @@
 import type { Database } from './db/client.js';
 import { withTransaction } from './db/transaction.js';
+import { resealLocalSecrets } from './drivers/local.js';
 import { resealSimulatedSecrets } from './drivers/simulated.js';
 import { resealCertificateKeys } from './modules/certificates/certificates.service.js';
 import { createResealer } from './secrets.js';
@@ -13,7 +14,8 @@ export interface ResealCounts {
 
 /**
  * `hostplane reseal` (key rotation, docs/operations.md): every value sealed with the secret key
- * (certificate private keys, the simulated driver's CA and issued keys) is opened with `oldKey` and
+ * (certificate private keys, the simulated driver's CA and issued keys, the local driver's database
+ * passwords) is opened with `oldKey` and
  * sealed again with `newKey`, in one transaction: all of it moves, or nothing does (a value that opens
  * under neither key aborts the run). Safe to rerun: values already under the new key are skipped.
  */
@@ -27,9 +29,11 @@ export async function resealSecrets(
   return withTransaction(database.db, async (tx) => {
     const certificates = await resealCertificateKeys(tx, reseal);
     const simulated = await resealSimulatedSecrets(tx, reseal);
+    const local = await resealLocalSecrets(tx, reseal);
+    const parts = [certificates, simulated, local];
     return {
-      resealed: certificates.resealed + simulated.resealed,
-      current: certificates.current + simulated.current,
+      resealed: parts.reduce((n, p) => n + p.resealed, 0),
+      current: parts.reduce((n, p) => n + p.current, 0),
     };
   });
 }

@@ -59,3 +59,17 @@ export async function countCompleted(db: Db, installId: string, operation: strin
 export async function deleteTasksOf(db: Db, installId: string) {
   await db.delete(localTasks).where(eq(localTasks.install_id, installId));
 }
+
+/** `hostplane reseal`: every install's sealed database password. */
+export function sealedPasswords(tx: Db) {
+  return tx
+    .select({ install_id: localInstalls.install_id, sealed: localInstalls.password_sealed })
+    .from(localInstalls);
+}
+
+export async function setPassword(tx: Db, installId: string, sealed: string) {
+  await tx
+    .update(localInstalls)
+    .set({ password_sealed: sealed })
+    .where(eq(localInstalls.install_id, installId));
+}

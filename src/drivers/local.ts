@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
-import type { SecretBox } from '../secrets.js';
+import type { Resealer, SecretBox } from '../secrets.js';
 import {
   type ArchiveSource,
   type CallContext,
@@ -146,7 +146,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
   async function account(installId: string) {
     const row = await repo.findInstall(db, installId);
     if (!row) return null;
-    const password = deps.secretBox.open(row.password_sealed, `local-install:${installId}`).toString('utf8');
+    const password = deps.secretBox.open(row.password_sealed, passwordContext(installId)).toString('utf8');
     return { db_name: row.db_name, db_user: row.db_user, password };
   }
 
@@ -284,7 +284,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
         const paths = files.pathsOf(hostingRoot, install.id);
         const n = names(install.id);
         const password = Buffer.from(randomBytes(24).toString('base64url'));
-        const sealed = deps.secretBox.seal(password, `local-install:${install.id}`);
+        const sealed = deps.secretBox.seal(password, passwordContext(install.id));
         // A first attempt's password is kept: the row is inserted once, then read back.
         await repo.insertInstall(db, {
           install_id: install.id,
@@ -435,4 +435,26 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     accountOf: account,
   };
   return driver;
+}
+
+/** What an install's database password is sealed for. */
+const passwordContext = (installId: string) => `local-install:${installId}`;
+
+/**
+ * `hostplane reseal` (key rotation): the local driver's sealed values are the installs' database
+ * passwords. Runs in the caller's transaction, whichever driver is configured (the table is empty
+ * when the local driver was never used).
+ */
+export async function resealLocalSecrets(tx: Db, reseal: Resealer) {
+  let resealed = 0;
+  let current = 0;
+  for (const row of await repo.sealedPasswords(tx)) {
+    const next = reseal(row.sealed, passwordContext(row.install_id));
+    if (next === null) current++;
+    else {
+      await repo.setPassword(tx, row.install_id, next);
+      resealed++;
+    }
+  }
+  return { resealed, current };
 }

@@ -3,9 +3,13 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { eq } from 'drizzle-orm';
+import { localInstalls } from '../../src/db/schema.js';
 import { JOBS } from '../../src/jobs/catalog.js';
+import { resealSecrets } from '../../src/reseal.js';
+import { createSecretBox } from '../../src/secrets.js';
 import { factories } from '../support/factories.js';
-import { buildTestApp, type Json } from '../support/harness.js';
+import { buildTestApp, type Json, SECRET_KEY } from '../support/harness.js';
 import { mailOf, operationOf, readyInstall, readyWorld } from '../support/jobs.js';
 import {
   checksums,
@@ -64,6 +68,25 @@ describe('local hosting driver (issue 16)', () => {
     const [rows] = await conn.query('SELECT DATABASE() AS db');
     await conn.end();
     assert.equal((rows as Json)[0].db, `hp_${w.install.id.replace(/-/g, '')}`);
+  });
+
+  it('hostplane reseal moves the database passwords to the new key (the same password opens under it)', async () => {
+    const w = await readyWorld(t, f);
+    const context = `local-install:${w.install.id}`;
+    const sealedOf = async () =>
+      (await t.database.db.select().from(localInstalls).where(eq(localInstalls.install_id, w.install.id)))[0]
+        ?.password_sealed ?? '';
+    const password = createSecretBox(SECRET_KEY)
+      .open(await sealedOf(), context)
+      .toString('utf8');
+    const next = `rotated-${SECRET_KEY}`;
+    const counts = await resealSecrets(t.database, SECRET_KEY, next);
+    assert.ok(counts.resealed >= 1, JSON.stringify(counts));
+    const after = await sealedOf();
+    assert.equal(createSecretBox(next).open(after, context).toString('utf8'), password);
+    assert.throws(() => createSecretBox(SECRET_KEY).open(after, context));
+    // Back to the key this file's app runs with, so the other tests can open it.
+    await resealSecrets(t.database, next, SECRET_KEY);
   });
 
   it('B2 R1 R2 a backup, then changes, then a restore gives back the exact files and rows', async () => {
