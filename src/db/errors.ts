@@ -47,3 +47,13 @@ export function sqlState(err: unknown): { code: string; constraint: string | und
   }
   return null;
 }
+
+// SQLSTATE class 40: the transaction lost a race (deadlock detected, serialization failure). Nothing
+// was written; the same request, sent again, normally succeeds.
+const CONFLICT_SQLSTATES = new Set(['40P01', '40001']);
+
+/** True when the database rolled the transaction back because of a concurrent one (retry it). */
+export function isTransactionConflict(err: unknown): boolean {
+  const state = sqlState(err);
+  return state !== null && CONFLICT_SQLSTATES.has(state.code);
+}

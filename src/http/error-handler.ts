@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable } from '../db/errors.js';
+import { isDatabaseUnavailable, isTransactionConflict } from '../db/errors.js';
 import { AppError, Errors, type FieldError } from '../errors.js';
 
 declare module 'fastify' {
@@ -90,6 +90,13 @@ function toAppError(error: FastifyError, request: FastifyRequest): AppError | nu
   }
   if (error instanceof SyntaxError) return Errors.badRequest(`Malformed JSON body: ${error.message}`);
   if (isDatabaseUnavailable(error)) return Errors.unavailable();
+  // Two writes to the same accounts in opposite orders can deadlock (their data versions, decision
+  // 49): the loser's transaction was rolled back whole, so it is safe and right to ask for a retry.
+  if (isTransactionConflict(error)) {
+    return Errors.unavailable(
+      'A concurrent change conflicted with this request; nothing was changed, retry it',
+    );
+  }
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
     return status === 400 ? Errors.badRequest(error.message) : new AppError(codeFor(status), error.message);

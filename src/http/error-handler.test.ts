@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import Fastify from 'fastify';
+import { errorHandler } from './error-handler.js';
+
+/** A bare app with the one renderer and a route that throws what the database driver would. */
+async function answerTo(thrown: unknown) {
+  const app = Fastify({ logger: false });
+  app.setErrorHandler(errorHandler);
+  app.get('/x', async () => {
+    throw thrown;
+  });
+  const res = await app.inject({ method: 'GET', url: '/x' });
+  await app.close();
+  return res;
+}
+
+/** Errors shaped like node-postgres's (and PGlite's), wrapped by Drizzle as its `cause`. */
+const pgError = (code: string) =>
+  Object.assign(new Error('Failed query'), { cause: Object.assign(new Error(code), { code }) });
+
+describe('error renderer: database errors', () => {
+  it('G11 a deadlock or serialization failure is a 503 with Retry-After (nothing was written; retry), not a 500', async () => {
+    for (const code of ['40P01', '40001']) {
+      const res = await answerTo(pgError(code));
+      assert.equal(res.statusCode, 503, code);
+      assert.equal(res.headers['retry-after'], '5');
+      assert.match(res.json().message, /retry it/);
+    }
+  });
+
+  it('G8 any other query error stays a bare 500 without details', async () => {
+    const res = await answerTo(pgError('42P01'));
+    assert.equal(res.statusCode, 500);
+    assert.deepEqual(res.json(), { message: 'Internal Server Error' });
+  });
+});
