@@ -587,8 +587,15 @@ if (TEST_DB !== 'postgres') {
         });
         assert.equal(res.status, 202, JSON.stringify(res.body));
         const op = operationIdOf(res);
-        // Until a worker holds the job (its step runs), then a seeded moment more.
-        const pid = await until('a worker to claim the job', () => workerPidOf(db, op), 30_000);
+        // Until a worker holds the job (its step runs), then a seeded moment more. An ordinary backup's
+        // steps (1 s apart on the simulated clock) hold their claim for a few ms each, so on a quiet
+        // machine the 100 ms poll can miss both and see the operation already ended: then the SIGTERM
+        // lands on an idle worker (-1: any worker), which must still exit cleanly within the drain.
+        const pid = await until(
+          'a worker to claim the job, or the job to end',
+          async () => (await workerPidOf(db, op)) ?? (terminal(await operationStatus(db, op)) ? -1 : null),
+          30_000,
+        );
         await sleep(rng.int(0, 500));
         const victim = workers.find((x) => x.child.pid === pid) ?? rng.pick(workers);
         const termAt = Date.now();
