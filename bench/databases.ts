@@ -7,7 +7,7 @@ import { loadConfig } from '../src/config.js';
 import { createJobQueue } from '../src/jobs/queue.js';
 import { openConfiguredDatabase } from '../src/main.js';
 import { loadOrCreateSecret } from '../src/secrets.js';
-import { createServices } from '../src/services.js';
+import { createServices, type Services } from '../src/services.js';
 
 export type DbKind = 'pglite' | 'postgres';
 
@@ -117,14 +117,26 @@ export async function prepareTarget(kind: DbKind, workDir: string): Promise<Targ
  * one production install each, and an owner with an API credential. The database is closed again
  * before any server opens it (PGlite allows one process).
  */
-export async function seed(target: Target): Promise<Fixture> {
-  const config = loadConfig(target.env);
+/**
+ * Runs `fn` with the services of the database `env` configures (migrated, queue started), then
+ * closes both again, so that a server can open the database afterwards (PGlite allows one process).
+ */
+export async function withServices<T>(env: Record<string, string>, fn: (services: Services) => Promise<T>) {
+  const config = loadConfig(env);
   const database = await openConfiguredDatabase(config);
   const queue = createJobQueue({ database, jobs: config.jobs });
   await queue.start();
   try {
     const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
-    const services = createServices({ config, database, clock: systemClock, secretKey, queue });
+    return await fn(createServices({ config, database, clock: systemClock, secretKey, queue }));
+  } finally {
+    await queue.stop();
+    await database.close();
+  }
+}
+
+export function seed(target: Target): Promise<Fixture> {
+  return withServices(target.env, async (services) => {
     const account = await services.accounts.create({
       name: 'Bench Agency',
       preferred_data_center: 'us-central',
@@ -152,8 +164,5 @@ export async function seed(target: Target): Promise<Fixture> {
     const credential = await services.users.issueCredential(user.id);
     const basic = Buffer.from(`${credential.username}:${credential.password}`).toString('base64');
     return { accountId: account.id, authorization: `Basic ${basic}` };
-  } finally {
-    await queue.stop();
-    await database.close();
-  }
+  });
 }

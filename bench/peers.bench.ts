@@ -16,14 +16,13 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.js';
 import { openConfiguredDatabase } from '../src/main.js';
 import { type DbKind, prepareTarget, seed, type Target } from './databases.js';
-import { cpuSeconds, percentile, type Run, run, startServer } from './load.js';
+import { cpuSeconds, freePort, percentile, type Run, run, startServer } from './load.js';
 
 const LOAD = { connections: 50, warmupSeconds: 1, rounds: 3, roundSeconds: 2 };
 const DOMAINS = 20;
@@ -57,18 +56,6 @@ interface Row {
 
 interface Stoppable {
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }
 
 async function waitFor(url: string, headers: Record<string, string>, ms = 60_000) {

@@ -16,13 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
-import { createJobQueue } from '../src/jobs/queue.js';
 import { openConfiguredDatabase } from '../src/main.js';
-import { loadOrCreateSecret } from '../src/secrets.js';
-import { createServices } from '../src/services.js';
-import { BENCH_PG_URL } from './databases.js';
+import { BENCH_PG_URL, withServices } from './databases.js';
 import { percentile, startServer } from './load.js';
 import { accountId, BIG_ACCOUNT, countsFor, seedScale, uuidOf } from './scale-seed.js';
 
@@ -56,14 +52,8 @@ function env(dataDir: string, url: string): Record<string, string> {
 }
 
 /** Adds an owner of the measured and the large account. */
-async function owners(e: Record<string, string>) {
-  const config = loadConfig(e);
-  const database = await openConfiguredDatabase(config);
-  const queue = createJobQueue({ database, jobs: config.jobs });
-  await queue.start();
-  try {
-    const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
-    const services = createServices({ config, database, clock: systemClock, secretKey, queue });
+function owners(e: Record<string, string>) {
+  return withServices(e, async (services) => {
     const user = await services.users.create({
       email: `scale-${randomBytes(4).toString('hex')}@bench.hostplane.test`,
       first_name: 'Scale',
@@ -75,10 +65,7 @@ async function owners(e: Record<string, string>) {
     });
     const credential = await services.users.issueCredential(user.id);
     return `Basic ${Buffer.from(`${credential.username}:${credential.password}`).toString('base64')}`;
-  } finally {
-    await queue.stop();
-    await database.close();
-  }
+  });
 }
 
 const EXPLAINS = (install: string) =>

@@ -12,27 +12,15 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { BENCH_PG_URL } from './databases.js';
+import { freePort } from './load.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const IDLE_MS = 5000;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 /** Every descendant pid of `pid` (npm -> sh -> node). */
 function descendants(pid: number): number[] {
