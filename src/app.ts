@@ -240,6 +240,7 @@ export async function buildApp(deps: AppDeps) {
           publicUrl: config.publicUrl,
           entries: config.readCache.entries,
           bytes: config.readCache.bytes,
+          writes: database.writes ?? null,
         });
         readCache = cache;
         v1.addHook('onRoute', (route) => {

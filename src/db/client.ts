@@ -20,7 +20,44 @@ export interface Database {
   readonly pglite?: PGlite;
   /** Set on PostgreSQL only. */
   readonly pool?: pg.Pool;
+  /**
+   * Set on PGlite only: counts every statement and transaction that may have written, as each ends.
+   * PGlite is held by this process alone (a lock file, see openPgliteDir), so an unchanged count
+   * proves that no write committed in between: the read cache then skips its freshness lookup.
+   */
+  readonly writes?: WriteCounter;
   close(): Promise<void>;
+}
+
+/** See Database.writes. */
+export interface WriteCounter {
+  readonly count: number;
+}
+
+/** A statement that cannot write: a plain SELECT (PGlite runs no function of ours that writes). */
+const READ_ONLY = /^\s*select\s/i;
+
+/**
+ * Counts, on a PGlite instance, every query, exec and transaction that may have written, when it
+ * settles (committed or not), so a count read before a lookup began moves if a write ended after.
+ * A plain SELECT outside a transaction is not counted; everything else is (conservative).
+ */
+function countWrites(pglite: PGlite): WriteCounter {
+  const counter = { count: 0 };
+  const ended = () => {
+    counter.count++;
+  };
+  const query = pglite.query.bind(pglite);
+  const exec = pglite.exec.bind(pglite);
+  const transaction = pglite.transaction.bind(pglite);
+  pglite.query = ((text: string, ...rest: unknown[]) => {
+    const result = (query as (...args: unknown[]) => Promise<unknown>)(text, ...rest);
+    return READ_ONLY.test(text) ? result : result.finally(ended);
+  }) as PGlite['query'];
+  pglite.exec = ((...args: Parameters<PGlite['exec']>) => exec(...args).finally(ended)) as PGlite['exec'];
+  pglite.transaction = ((...args: Parameters<PGlite['transaction']>) =>
+    transaction(...args).finally(ended)) as PGlite['transaction'];
+  return counter;
 }
 
 /** How long a PostgreSQL pool waits: a request's budget is short (503 fast), background work's long. */
@@ -145,10 +182,12 @@ function openPostgres(url: string, max: number, budget: DbBudget, onError?: (err
 }
 
 function wrapPglite(pglite: PGlite, release: () => Promise<void>): Database {
+  const writes = countWrites(pglite);
   return {
     kind: 'pglite',
     db: drizzlePglite(pglite, { schema }) as unknown as Db,
     pglite,
+    writes,
     close: async () => {
       await pglite.close();
       await release();

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
+import type { WriteCounter } from '../db/client.js';
 import { Errors } from '../errors.js';
 import { callerOf, parseBasic } from './auth.js';
 import { baseUrl } from './pagination.js';
@@ -48,6 +49,11 @@ export interface ReadCacheOptions {
   entries: number;
   /** Most bytes of bodies held. */
   bytes: number;
+  /**
+   * PGlite only (Database.writes): while this count has not moved since a lookup began, nothing can
+   * have committed since, so that lookup's versions are still the current ones and no query is made.
+   */
+  writes?: WriteCounter | null;
 }
 
 /** What a body may depend on of the caller: its accounts, roles and (partial members) installs. */
@@ -103,15 +109,27 @@ export function createReadCache(options: ReadCacheOptions) {
   }
 
   type Freshness = Awaited<ReturnType<Authenticator['freshness']>>;
-  const batches = new Map<
-    string,
-    { running: Promise<Freshness> | null; queued: Promise<Freshness> | null }
-  >();
+  interface Batch {
+    running: Promise<Freshness> | null;
+    queued: Promise<Freshness> | null;
+    /** The last lookup's versions and the write count read before it began (PGlite only). */
+    known: { writes: number; versions: string } | null;
+  }
+  const batches = new Map<string, Batch>();
+  const { writes } = options;
 
-  function start(key: string, batch: { running: Promise<Freshness> | null }, accounts: string[]) {
+  function start(batch: Batch, accounts: string[]) {
+    const before = writes?.count;
     const lookup: Promise<Freshness> = authenticator.freshness(accounts).finally(() => {
       if (batch.running === lookup) batch.running = null;
     });
+    if (before !== undefined)
+      lookup.then(
+        ({ versions }) => {
+          if (!batch.known || batch.known.writes <= before) batch.known = { writes: before, versions };
+        },
+        () => {},
+      );
     batch.running = lookup;
     return lookup;
   }
@@ -127,17 +145,20 @@ export function createReadCache(options: ReadCacheOptions) {
     const key = accounts.join(',');
     let batch = batches.get(key);
     if (!batch) {
-      batch = { running: null, queued: null };
+      batch = { running: null, queued: null, known: null };
       batches.set(key, batch);
       if (batches.size > options.entries) batches.delete(batches.keys().next().value as string);
     }
+    // Nothing written since that lookup began: its versions are still the current ones.
+    if (writes && batch.known?.writes === writes.count)
+      return Promise.resolve({ versions: batch.known.versions, epochMoved: false });
     const b = batch;
-    if (!b.running) return start(key, b, accounts);
+    if (!b.running) return start(b, accounts);
     b.queued ??= b.running
       .catch(() => undefined)
       .then(() => {
         b.queued = null;
-        return start(key, b, accounts);
+        return start(b, accounts);
       });
     return b.queued;
   }

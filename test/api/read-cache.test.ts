@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
 import { TEST_DB } from '../support/databases.js';
 import { factories } from '../support/factories.js';
 import { ADMIN_TOKEN, buildTestApp, type Json, SECRET_KEY, startApp } from '../support/harness.js';
@@ -60,6 +61,24 @@ describe('read cache (issue 14)', () => {
     assert.notEqual(done.body.status, before.body.status);
     assert.equal(done.body.status, 'completed');
     assert.notEqual((await client.get(backupsUrl)).headers.etag, queued.headers.etag);
+  });
+
+  it('a write made outside the API (plain SQL on the database) is seen by the next warm read', async () => {
+    // On PostgreSQL the version triggers catch it; on PGlite also the process's write count, which
+    // lets a warm read skip its lookup only while nothing at all was written (Database.writes).
+    const w = await f.world();
+    const client = w.owner.client;
+    const sitesUrl = `/v1/sites?account_id=${w.account.id}`;
+    const siteUrl = `/v1/sites/${w.site.id}`;
+    for (const name of ['Renamed by SQL', 'Renamed in a transaction']) {
+      await twice(() => client.get(sitesUrl));
+      await twice(() => client.get(siteUrl));
+      const rename = sql`update sites set name = ${name} where id = ${w.site.id}`;
+      if (name === 'Renamed by SQL') await t.database.db.execute(rename);
+      else await t.database.db.transaction((tx) => tx.execute(rename));
+      assert.equal((await client.get(siteUrl)).body.name, name);
+      assert.equal((await client.get(sitesUrl)).body.results[0].name, name);
+    }
   });
 
   it('A2 a partial user never gets a body rendered for a full user of the same account', async () => {
