@@ -95,12 +95,21 @@ function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, rep
   return errorHandler(error, request, reply);
 }
 
+/** TRUST_PROXY as Fastify takes it: a list, or a hop count as proxy-addr's (address, hop) test. */
+function trustProxyOption(trust: Config['trustProxy']) {
+  if (trust === null) return false;
+  if (typeof trust === 'number') return (_address: string, hop: number) => hop < trust;
+  return trust;
+}
+
 /** The one place the HTTP application is assembled; everything comes in through `deps`. */
 export async function buildApp(deps: AppDeps) {
   const { config, database, clock } = deps;
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: config.bodyLimitBytes,
+    // TRUST_PROXY: only these load balancers' X-Forwarded-* are believed (request.ip, protocol, host).
+    trustProxy: trustProxyOption(config.trustProxy),
     // REQUEST_TIMEOUT_MS (off by default): a last guard; a request then answers 503 with Retry-After.
     ...(config.requestTimeoutMs > 0 && { handlerTimeout: config.requestTimeoutMs }),
     // x-request-id is accepted (when well-formed) and echoed; otherwise a fresh uuid.

@@ -234,4 +234,32 @@ describe('loadConfig', () => {
       );
     }
   });
+
+  it('TRUST_PROXY: unset trusts no proxy; addresses, CIDR ranges, keywords or 1 to 10 hops; never "all"', () => {
+    assert.equal(loadConfig({}).trustProxy, null);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1, fd00::/8,loopback' }).trustProxy, [
+      '10.0.0.0/8',
+      '::1',
+      'fd00::/8',
+      'loopback',
+    ]);
+    assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
+    for (const bad of [
+      'true',
+      'all',
+      '0',
+      '11',
+      '10.0.0.0/33',
+      '10.0.0.1/8/1',
+      'proxy.example',
+      '::1/129',
+      '1.2.3',
+    ]) {
+      const problems = problemsOf({ TRUST_PROXY: bad });
+      assert.ok(
+        problems.some((p) => p.startsWith('TRUST_PROXY')),
+        `${bad}: ${problems.join('; ')}`,
+      );
+    }
+  });
 });

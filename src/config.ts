@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import net, { isIP } from 'node:net';
 import path from 'node:path';
 import { DRIVER_OPERATIONS, type DriverOperation } from './drivers/driver.js';
 
@@ -36,6 +36,13 @@ export interface Config {
   readonly metricsPort: number | null;
   /** `RATE_LIMIT_PER_MINUTE`, default 1200 per credential (or per IP before auth); 0 disables limits. */
   readonly rateLimitPerMinute: number;
+  /**
+   * `TRUST_PROXY`, default unset (X-Forwarded-* are ignored): the load balancers whose
+   * `X-Forwarded-For`, `-Proto` and `-Host` are believed, as a comma-separated list of addresses,
+   * CIDR ranges and `loopback`, `linklocal`, `uniquelocal`, or a number of hops. The client address
+   * then keys the per-IP rate limit, and the scheme and host build the pagination links.
+   */
+  readonly trustProxy: string[] | number | null;
   /** `REDIS_URL`, default unset: shared rate-limit store for several processes. */
   readonly redisUrl: string | null;
   /** `LOG_LEVEL`, default `info`. */
@@ -190,6 +197,38 @@ function urlVar(env: Env, name: string, protocols: string[], problems: string[])
   }
 }
 
+const PROXY_KEYWORDS = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** `TRUST_PROXY`: hops (1 to 10), or addresses, CIDR ranges and proxy-addr's keywords; never "all". */
+function trustProxyVar(env: Env, problems: string[]): string[] | number | null {
+  const raw = env.TRUST_PROXY?.trim();
+  if (!raw) return null;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops >= 1 && hops <= 10) return hops;
+    problems.push(`TRUST_PROXY as a number of hops must be from 1 to 10 (got "${raw}")`);
+    return null;
+  }
+  const entries = raw.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    const [address = '', prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    const ok =
+      PROXY_KEYWORDS.has(entry) ||
+      (family !== 0 &&
+        extra === undefined &&
+        (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits)));
+    if (!ok) {
+      problems.push(
+        `TRUST_PROXY entries must be IP addresses, CIDR ranges, loopback, linklocal or uniquelocal (got "${entry}")`,
+      );
+      return null;
+    }
+  }
+  return entries;
+}
+
 /** `DNS_SERVERS`: IP addresses (node:dns takes no host names) with an optional port. */
 function dnsServersVar(env: Env, problems: string[]): string[] {
   const raw = env.DNS_SERVERS;
@@ -314,6 +353,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken,
     metricsPort: optionalInt(env, 'METRICS_PORT', 0, 65535, problems),
     rateLimitPerMinute: intVar(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000, problems),
+    trustProxy: trustProxyVar(env, problems),
     redisUrl: urlVar(env, 'REDIS_URL', ['redis:', 'rediss:'], problems),
     logLevel: logLevel as Config['logLevel'],
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024, problems),

@@ -28,6 +28,9 @@ const member = () => f.user([{ account_id: acct.id, roles: 'owner' }]);
 // Counters live in each test's own app (or Redis namespace), so the same members serve every test.
 const alice = await member();
 const bob = await member();
+// Two sites, so that a page of one has a `next` link (the TRUST_PROXY tests read its scheme and host).
+await f.site(alice.client, acct.id);
+await f.site(alice.client, acct.id);
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const LIMIT = 3;
@@ -35,7 +38,10 @@ const LIMIT = 3;
 let warmCounter = 0;
 
 async function limitedApp(test: TestContext, options: TestAppOptions = {}): Promise<StartedApp> {
-  const app = await startApp(t.database, { ...options, env: { RATE_LIMIT_PER_MINUTE: String(LIMIT) } });
+  const app = await startApp(t.database, {
+    ...options,
+    env: { ...options.env, RATE_LIMIT_PER_MINUTE: String(LIMIT) },
+  });
   test.after(() => app.close());
   // A credential is counted as itself once verified (an auth-cache hit); its first request in a new
   // process counts for the client address. Verify both members from a throwaway address first, so
@@ -60,15 +66,21 @@ interface CallOptions {
   method?: Method;
   /** A raw body and its content type. */
   body?: [string, string];
+  /** More request headers (X-Forwarded-For...). */
+  headers?: Record<string, string>;
 }
 
 async function call(api: StartedApp, url: string, options: CallOptions = {}): Promise<Res> {
-  const { authorization, ip = '127.0.0.1', method = 'GET', body } = options;
+  const { authorization, ip = '127.0.0.1', method = 'GET', body, headers } = options;
   const raw = await api.app.inject({
     method,
     url,
     remoteAddress: ip,
-    headers: { ...(authorization && { authorization }), ...(body && { 'content-type': body[1] }) },
+    headers: {
+      ...headers,
+      ...(authorization && { authorization }),
+      ...(body && { 'content-type': body[1] }),
+    },
     ...(body && { payload: body[0] }),
   });
   return { status: raw.statusCode, body: raw.body ? JSON.parse(raw.body) : null, headers: raw.headers, raw };
@@ -238,6 +250,43 @@ describe('rate limits in one process (G9)', () => {
     }
     // ...and they do not use up the address's budget.
     assert.equal((await call(api, '/v1/status', { ip })).status, 200);
+  });
+
+  it('G9 behind a trusted load balancer (TRUST_PROXY) each client address of X-Forwarded-For has its own budget', async (test) => {
+    const api = await limitedApp(test, { env: { TRUST_PROXY: '10.0.0.0/8, loopback' } });
+    const balancer = '10.1.2.3';
+    const from = (client: string) => ({ ip: balancer, headers: { 'x-forwarded-for': client } });
+    for (let i = 0; i < LIMIT; i++)
+      assert.equal((await call(api, '/v1/status', from('192.0.2.1'))).status, 200);
+    assertLimited(await call(api, '/v1/status', from('192.0.2.1')));
+    // Another client through the same balancer is not limited by the first one's requests.
+    assert.equal((await call(api, '/v1/status', from('192.0.2.2'))).status, 200);
+    // A chain: the client is the last address not of a trusted proxy.
+    const chained = { ip: balancer, headers: { 'x-forwarded-for': '192.0.2.1, 127.0.0.1' } };
+    assertLimited(await call(api, '/v1/status', chained));
+    // Pagination links follow the balancer's scheme and host (G6).
+    const page = await call(api, '/v1/sites?limit=1', {
+      authorization: alice.authorization,
+      ip: balancer,
+      headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.test' },
+    });
+    assert.equal(page.status, 200);
+    assert.match(String(page.body.next), /^https:\/\/api\.example\.test\/v1\/sites\?/);
+  });
+
+  it('G9 without TRUST_PROXY a forged X-Forwarded-For changes nothing: the budget is the connection address', async (test) => {
+    const api = await limitedApp(test);
+    const ip = freshIp();
+    for (let i = 0; i < LIMIT; i++) {
+      const forged = { ip, headers: { 'x-forwarded-for': `192.0.2.${10 + i}` } };
+      assert.equal((await call(api, '/v1/status', forged)).status, 200);
+    }
+    assertLimited(await call(api, '/v1/status', { ip, headers: { 'x-forwarded-for': '192.0.2.99' } }));
+    const page = await call(api, '/v1/sites?limit=1', {
+      authorization: alice.authorization,
+      headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example.test' },
+    });
+    assert.doesNotMatch(String(page.body.next), /evil/);
   });
 
   it('G9 RATE_LIMIT_PER_MINUTE=0 turns limits off: no 429 and no RateLimit headers', async (test) => {
