@@ -1,4 +1,4 @@
-import net, { isIP } from 'node:net';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { DRIVER_OPERATIONS, type DriverOperation } from './drivers/driver.js';
 
