@@ -42,6 +42,8 @@ export interface JobFinished {
   id: string;
   outcome: JobOutcome;
   seconds: number;
+  /** What a `failed` attempt threw (metrics count database errors among them). */
+  error?: unknown;
 }
 
 class JobAborted extends Error {}
@@ -124,9 +126,16 @@ export function createJobRunner({ queue, handlers, sweep, log, workerId, outage 
     );
     const owner = workerId?.();
     const startedAt = performance.now();
-    const finished = (outcome: JobOutcome) => {
+    const finished = (outcome: JobOutcome, error?: unknown) => {
       const seconds = (performance.now() - startedAt) / 1000;
-      events.emit(JOB_FINISHED, { name: queueName, id: job.id, outcome, seconds } satisfies JobFinished);
+      const ended: JobFinished = {
+        name: queueName,
+        id: job.id,
+        outcome,
+        seconds,
+        ...(error !== undefined && { error }),
+      };
+      events.emit(JOB_FINISHED, ended);
     };
     const done = (async () => {
       try {
@@ -142,7 +151,8 @@ export function createJobRunner({ queue, handlers, sweep, log, workerId, outage 
         await settle(job, queueName, () =>
           queue.fail(queueName, job.id, err, { ...(owner && { workerId: owner }), retryNow: released }),
         );
-        finished(released ? 'released' : 'failed');
+        if (released) finished('released');
+        else finished('failed', err);
       } finally {
         running.delete(job.id);
       }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
 import { JOBS } from '../../src/jobs/catalog.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, clientFor, type StartedApp, startApp } from '../support/harness.js';
@@ -136,6 +137,32 @@ describe('GET /metrics after a scenario', () => {
     assert.ok(
       (value(drained, 'hostplane_jobs_total', { kind: 'mail-deliver', outcome: 'completed' }) ?? 0) >= 1,
     );
+  });
+
+  it('G11 a database error inside a job step counts in hostplane_db_errors_total, and the retry completes', async () => {
+    const w = await readyWorld(t, f);
+    const before = value(await scrape(), 'hostplane_db_errors_total', { kind: 'query' }) ?? 0;
+    // A real SQL error (23514) at the step that completes the backup: a constraint only new rows meet.
+    const constraint = 'metrics_test_no_completed_backup';
+    await t.database.db.execute(
+      sql.raw(`alter table backups add constraint ${constraint} check (status <> 'completed') not valid`),
+    );
+    let created: Awaited<ReturnType<typeof w.owner.client.post>>;
+    try {
+      created = await w.owner.client.post(`/v1/installs/${w.install.id}/backups`, {
+        description: 'db error',
+        notification_emails: [],
+      });
+      assert.equal(created.status, 202, JSON.stringify(created.body));
+      await runOne('create_backup');
+      const s = await scrape();
+      assert.equal(value(s, 'hostplane_db_errors_total', { kind: 'query' }), before + 1);
+      assert.notEqual((await operationOf(w.owner.client, created)).status, 'completed');
+    } finally {
+      await t.database.db.execute(sql.raw(`alter table backups drop constraint if exists ${constraint}`));
+    }
+    await runOne('create_backup');
+    assert.equal((await operationOf(w.owner.client, created)).status, 'completed');
   });
 
   it('is served without the API credentials and outside the rate limit when METRICS_TOKEN is unset', async () => {

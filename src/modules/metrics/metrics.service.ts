@@ -190,11 +190,12 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
       requestSeconds.observe(labels, seconds);
     },
 
-    /** Counts the attempts a job runner ends (its JOB_FINISHED events). */
+    /** Counts the attempts a job runner ends (its JOB_FINISHED events), and their database errors. */
     observeJobs(events: EventEmitter) {
-      events.on(JOB_FINISHED, ({ name, outcome, seconds }: JobFinished) => {
+      events.on(JOB_FINISHED, ({ name, outcome, seconds, error }: JobFinished) => {
         jobs.inc({ kind: name, outcome });
         jobSeconds.observe({ kind: name, outcome }, seconds);
+        if (error !== undefined) databaseError(error);
       });
     },
 
