@@ -83,8 +83,8 @@ const EXPLAINS = (install: string) =>
           `select s.id, s.name, (select count(*) from sites where account_id = $1) as total,
        coalesce((select json_agg(json_build_object('id', i.id, 'name', i.name) order by i.created_at, i.id)
          from installs i where i.site_id = s.id and i.account_id = $1), '[]'::json)
-     from sites s where s.id in (select id from sites where account_id = $1 order by created_at, id
-       limit 100 offset ${offset})
+     from sites s where s.id = any(array(select id from sites where account_id = $1 order by created_at, id
+       limit 100 offset ${offset}))
      order by s.created_at, s.id`,
           [account],
         ] as const,
