@@ -113,10 +113,22 @@ export async function prepareTarget(kind: DbKind, workDir: string): Promise<Targ
 }
 
 /**
- * Migrates the target and seeds it through the service layer: one account with {@link SITES} sites,
- * one production install each, and an owner with an API credential. The database is closed again
- * before any server opens it (PGlite allows one process).
+ * PostgreSQL: a copy of the target's database (seeded, with no session open on it) for one run, so
+ * every run starts from the same rows; `drop` removes the copy.
  */
+export async function cloneDatabase(target: Target): Promise<{ url: string; drop(): Promise<void> }> {
+  const source = new URL(target.env.DATABASE_URL ?? '').pathname.slice(1);
+  if (target.kind !== 'postgres' || !source) throw new Error('cloneDatabase: a PostgreSQL target only');
+  const name = `${source}_${randomBytes(3).toString('hex')}`;
+  await onServer((c) => c.query(`create database ${name} template ${source}`));
+  return {
+    url: withDatabase(BENCH_PG_URL, name),
+    drop: async () => {
+      await onServer((c) => c.query(`drop database if exists ${name} with (force)`));
+    },
+  };
+}
+
 /**
  * Runs `fn` with the services of the database `env` configures (migrated, queue started), then
  * closes both again, so that a server can open the database afterwards (PGlite allows one process).
@@ -135,6 +147,11 @@ export async function withServices<T>(env: Record<string, string>, fn: (services
   }
 }
 
+/**
+ * Migrates the target and seeds it through the service layer: one account with {@link SITES} sites,
+ * one production install each, and an owner with an API credential. The database is closed again
+ * before any server opens it (PGlite allows one process).
+ */
 export function seed(target: Target): Promise<Fixture> {
   return withServices(target.env, async (services) => {
     const account = await services.accounts.create({

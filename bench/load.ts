@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
@@ -66,6 +67,62 @@ export function startServer(kind: ServerKind, env: Record<string, string>, args:
       });
     });
   });
+}
+
+/** A process of the compiled CLI (`node dist/cli.js ...`). */
+export interface CliProcess {
+  pid: number;
+  /** The first match of the `ready` pattern. */
+  ready: RegExpMatchArray;
+  /** Everything it wrote so far (stdout and stderr). */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `node dist/cli.js <args>` (the build `npm start` runs: no tsx in the process) with only
+ * PATH and `env`, and resolves once its output matches `ready`. Build first: {@link assertBuilt}.
+ */
+export function startCli(args: string[], env: Record<string, string>, ready: RegExp): Promise<CliProcess> {
+  const child = spawn(process.execPath, ['dist/cli.js', ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    let resolved = false;
+    const fail = (why: string) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`hostplane ${args.join(' ')}: ${why}; output:\n${out.slice(-3000)}`));
+    };
+    const timer = setTimeout(() => fail(`not ready after ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
+    child.once('exit', (code) => resolved || fail(`exited with ${code} before it was ready`));
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+      const match = resolved ? null : ready.exec(out);
+      if (!match) return;
+      resolved = true;
+      clearTimeout(timer);
+      resolve({ pid: child.pid ?? 0, ready: match, output: () => out, stop: () => stopServer(child) });
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+  });
+}
+
+/** Throws unless dist/ was built after the last change under src/ (`npm run build`). */
+export function assertBuilt(): void {
+  const stamp = path.join(ROOT, 'dist', '.build-stamp');
+  const built = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
+  const src = path.join(ROOT, 'src');
+  const stale = (fs.readdirSync(src, { recursive: true }) as string[]).find(
+    (file) => fs.statSync(path.join(src, file)).mtimeMs > built,
+  );
+  if (built === 0 || stale) {
+    throw new Error(`dist/ is older than src/${stale ?? ''}: run \`npm run build\` first`);
+  }
 }
 
 function stopServer(child: ChildProcess): Promise<void> {
