@@ -25,7 +25,13 @@ function isStale() {
   if (!fs.existsSync(stamp)) return true;
   const built = fs.statSync(stamp).mtimeMs;
   const config = path.join(root, 'tsconfig.build.json');
-  return newestMtime(sources) > built || fs.statSync(config).mtimeMs > built;
+  // A new migration rebuilds the embedded database template too (dist/pglite-template).
+  const migrations = path.join(root, 'drizzle');
+  return (
+    newestMtime(sources) > built ||
+    fs.statSync(config).mtimeMs > built ||
+    (fs.existsSync(migrations) && newestMtime(migrations) > built)
+  );
 }
 
 if (isStale()) {

@@ -20,6 +20,7 @@ import { adminAuthHook, basicAuthHook, parseBasic } from './http/auth.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { etagHook } from './http/etag.js';
 import { installInputGuard } from './http/input.js';
+import { lazySchemaCompilers } from './http/lazy-schemas.js';
 import { CACHED_OPERATIONS, createReadCache, type ReadCache } from './http/read-cache.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { Mailer } from './mail/mailer.js';
@@ -120,6 +121,8 @@ export async function buildApp(deps: AppDeps) {
     ajv: {
       customOptions: { allErrors: true, removeAdditional: 'all', coerceTypes: 'array', useDefaults: true },
     },
+    // Issue 14: each route's validators and serializers compile on its first request, not at start.
+    schemaController: lazySchemaCompilers(),
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();

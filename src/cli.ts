@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import { Compile } from 'typebox/compile';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
+import { openDatabase } from './db/client.js';
+import { migrateDatabase } from './db/migrate.js';
+import { PGLITE_TEMPLATE_DIR, writeTemplate } from './db/template.js';
 import { createJobQueue } from './jobs/queue.js';
 import { openConfiguredDatabase, start } from './main.js';
 import { SeedFixture } from './modules/admin/admin.schemas.js';
@@ -15,7 +18,8 @@ const USAGE = `usage: hostplane <command>
   worker          run the job worker only (PostgreSQL)
   migrate         apply database migrations and exit
   seed FILE.json  load accounts, users, sites, installs and credentials from a fixture
-  reseal          re-seal stored secrets from HOSTPLANE_SECRET_KEY_OLD to HOSTPLANE_SECRET_KEY`;
+  reseal          re-seal stored secrets from HOSTPLANE_SECRET_KEY_OLD to HOSTPLANE_SECRET_KEY
+  build-template  (npm run build) the migrated embedded database a fresh DATA_DIR is copied from`;
 
 /** Key rotation (docs/operations.md): one transaction, safe to rerun. */
 async function reseal() {
@@ -57,6 +61,30 @@ async function seed(file: string | undefined) {
   }
 }
 
+/**
+ * Issue 14: the schema and pg-boss's schema and queues in a PGlite data dir, once at build time, so
+ * a fresh DATA_DIR is a copy (db/template.ts). The queues get the catalog's defaults; every start
+ * re-applies its own JOB_* settings to them.
+ */
+async function buildTemplate() {
+  const work = `${PGLITE_TEMPLATE_DIR}.work-${process.pid}`;
+  fs.rmSync(work, { recursive: true, force: true });
+  try {
+    const database = await openDatabase({ kind: 'pglite', dir: `${work}/data` });
+    try {
+      await migrateDatabase(database);
+      const queue = createJobQueue({ database, jobs: loadConfig({}).jobs });
+      await queue.start();
+      await queue.stop();
+    } finally {
+      await database.close();
+    }
+    writeTemplate(`${work}/data`, PGLITE_TEMPLATE_DIR);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
 async function main(argv: string[]) {
   const [command = 'serve', ...args] = argv;
   switch (command) {
@@ -85,6 +113,9 @@ async function main(argv: string[]) {
       return;
     case 'reseal':
       await reseal();
+      return;
+    case 'build-template':
+      await buildTemplate();
       return;
     default:
       console.error(USAGE);

@@ -1,5 +1,4 @@
 import { count } from 'drizzle-orm';
-import { Redis, type RedisOptions } from 'ioredis';
 import { pino } from 'pino';
 import { buildApp, buildProbeApp } from './app.js';
 import { createManualClock, systemClock } from './clock.js';
@@ -7,6 +6,7 @@ import type { Config } from './config.js';
 import { type Database, type DbOptions, openDatabase } from './db/client.js';
 import { migrateDatabase } from './db/migrate.js';
 import { accounts } from './db/schema.js';
+import { PGLITE_TEMPLATE_DIR } from './db/template.js';
 import { createOutage } from './jobs/outage.js';
 import { createJobQueue } from './jobs/queue.js';
 import { createWorker } from './jobs/worker.js';
@@ -23,7 +23,8 @@ export function databaseOptions(
   use: 'api' | 'background',
   onError?: (err: Error) => void,
 ): DbOptions {
-  if (config.db.kind !== 'postgres') return config.db;
+  // A missing data dir starts as a copy of the build's migrated template (db/template.ts).
+  if (config.db.kind !== 'postgres') return { ...config.db, template: PGLITE_TEMPLATE_DIR };
   const { acquireTimeoutMs, apiStatementTimeoutMs, jobStatementTimeoutMs } = config.dbBudget;
   const budget =
     use === 'api'
@@ -79,24 +80,6 @@ export function errWithoutParams(err: Error): SerializedError {
   }
   if (err.cause instanceof Error) out.cause = errWithoutParams(err.cause);
   return out;
-}
-
-/**
- * The rate limiter's Redis client (REDIS_URL). The limiter fails open (app.ts), so every command must
- * fail fast rather than wait: no offline queue while disconnected, a command timeout for a Redis that
- * stopped answering, and a socket timeout that drops a silent connection so ioredis reconnects (G11).
- */
-export function createRedis(url: string, options: RedisOptions = {}): Redis {
-  const redis = new Redis(url, {
-    connectTimeout: 1000,
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    commandTimeout: 500,
-    socketTimeout: 1000,
-    ...options,
-  });
-  redis.on('error', () => {}); // fail open (see app.ts); ioredis reconnects by itself
-  return redis;
 }
 
 /** `serve` = API + worker in one process (the only mode on PGlite); `api` and `worker` split them. */
@@ -165,7 +148,11 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
   });
   const admin = loadOrCreateSecret(config.adminToken, config.dataDir, 'admin-token');
   const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
-  const redis = config.redisUrl && role !== 'worker' ? createRedis(config.redisUrl) : undefined;
+  // ioredis loads only when REDIS_URL is set (issue 14: a start loads what it uses).
+  const redis =
+    config.redisUrl && role !== 'worker'
+      ? (await import('./redis.js')).createRedis(config.redisUrl)
+      : undefined;
   const app = apiDatabase
     ? await buildApp({
         config,
@@ -227,6 +214,12 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
 
   await worker?.start();
   const where = database.kind === 'pglite' ? `embedded PGlite (${config.dataDir})` : 'PostgreSQL';
+  if (database.created?.from === 'template')
+    print("Embedded database created from the build's migrated template");
+  if (database.created?.from === 'initdb')
+    print(
+      `Embedded database created by initdb (the build's template was not used: ${database.created.reason})`,
+    );
   if (!app) {
     print(`Hostplane worker is running ${queue.queueNames().length} job queues on ${where}`);
     if (probe) {

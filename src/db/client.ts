@@ -8,6 +8,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { SelectResultFields } from 'drizzle-orm/query-builders/select.types';
 import pg from 'pg';
 import { schema } from './schema.js';
+import { copyTemplate } from './template.js';
 
 /** One database type for both drivers; a transaction handle (`tx`) has the same type. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -26,6 +27,11 @@ export interface Database {
    * proves that no write committed in between: the read cache then skips its freshness lookup.
    */
   readonly writes?: WriteCounter;
+  /**
+   * PGlite data dir only, set when this open created it: `template` (a copy of the build's migrated
+   * template) or `initdb` (with why the template was not used).
+   */
+  readonly created?: { from: 'template' } | { from: 'initdb'; reason: string };
   close(): Promise<void>;
 }
 
@@ -80,8 +86,21 @@ export type DbOptions =
       /** A pooled connection failed (idle or in use); nothing else is needed, the pool replaces it. */
       onError?: (err: Error) => void;
     }
-  | { kind: 'pglite'; dir: string }
+  | {
+      kind: 'pglite';
+      dir: string;
+      /** A template (db/template.ts) a missing `dir` is copied from; default none (initdb). */
+      template?: string;
+    }
   | { kind: 'pglite-memory'; loadDataDir?: Blob };
+
+/**
+ * PGlite runs PostgreSQL in one WASM heap, where shared_buffers (128 MB by default) becomes resident
+ * as it is used: it was a third of an idle server's memory. 16 MB holds this service's hot pages
+ * (pages read beyond it come from the OS page cache); bench/README.md "Start-up and memory".
+ */
+const PGLITE_SETTINGS = ['shared_buffers=16MB'];
+const pgliteStartParams = () => [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((s) => ['-c', s])];
 
 /** Opens PostgreSQL through a pg pool, or PGlite (in a data dir or in memory). */
 export async function openDatabase(options: DbOptions): Promise<Database> {
@@ -94,10 +113,13 @@ export async function openDatabase(options: DbOptions): Promise<Database> {
     );
   }
   if (options.kind === 'pglite-memory') {
-    const pglite = await PGlite.create(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
+    const pglite = await PGlite.create({
+      startParams: pgliteStartParams(),
+      ...(options.loadDataDir && { loadDataDir: options.loadDataDir }),
+    });
     return wrapPglite(pglite, async () => {});
   }
-  return openPgliteDir(options.dir);
+  return openPgliteDir(options.dir, options.template);
 }
 
 /**
@@ -197,22 +219,28 @@ function wrapPglite(pglite: PGlite, release: () => Promise<void>): Database {
 
 /**
  * PGlite is single-process: two processes on one data dir corrupt it silently, so an exclusive lock
- * file is taken first. A first-time init runs in a temporary folder that is renamed into place, so a
- * crash during initdb cannot leave a half-made data dir.
+ * file is taken first. A first-time data dir is made in a temporary folder that is renamed into
+ * place, so a crash cannot leave a half-made one: a checked copy of `template` when it is usable,
+ * else initdb.
  */
-async function openPgliteDir(dir: string): Promise<Database> {
+async function openPgliteDir(dir: string, template?: string): Promise<Database> {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const release = takeLock(`${dir}.lock`);
   try {
+    let created: Database['created'];
     if (!fs.existsSync(dir)) {
       const tmp = `${dir}.init-${process.pid}`;
       fs.rmSync(tmp, { recursive: true, force: true });
-      const fresh = await PGlite.create(tmp);
-      await fresh.close();
+      const problem = template ? copyTemplate(template, tmp) : 'no template given';
+      if (problem) {
+        const fresh = await PGlite.create(tmp, { startParams: pgliteStartParams() });
+        await fresh.close();
+      }
       fs.renameSync(tmp, dir);
+      created = problem ? { from: 'initdb', reason: problem } : { from: 'template' };
     }
-    const pglite = await PGlite.create(dir);
-    return wrapPglite(pglite, async () => release());
+    const pglite = await PGlite.create(dir, { startParams: pgliteStartParams() });
+    return { ...wrapPglite(pglite, async () => release()), ...(created && { created }) };
   } catch (err) {
     release();
     throw err;

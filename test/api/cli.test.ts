@@ -39,6 +39,8 @@ describe('hostplane serve (the README run command)', () => {
       assert.equal(body.count, 1);
       assert.equal(body.results[0].name, 'Demo Site');
       assert.match(server.output(), /Admin token \(shown once/);
+      // Issue 14: a fresh embedded data dir is a copy of the build's migrated template, not an initdb.
+      if (TEST_DB === 'pglite') assert.match(server.output(), /created from the build's migrated template/);
       server.child.kill('SIGTERM');
       assert.equal(await server.exited, 0);
       // A second start on the same data keeps the demo and prints no secret again.

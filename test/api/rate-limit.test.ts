@@ -4,7 +4,7 @@ import net from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { createRedis } from '../../src/main.js';
+import { createRedis } from '../../src/redis.js';
 import { assertErrorBody, rateLimitHeaders } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
 import {
