@@ -154,10 +154,11 @@ ensure_build() {
 run_api() {
   local db="$1"
   shift
-  ensure_build
+  # Called in `timed ... ||` (no errexit there): each step's failure is returned by hand.
+  ensure_build || return 1
   if [ "$#" -gt 0 ]; then files=("$@"); else mapfile -t files < <(find test/api -name '*.test.ts' | sort); fi
   echo "== API tests on ${db}"
-  TEST_DB="$db" node --import tsx test/support/prepare.ts
+  TEST_DB="$db" node --import tsx test/support/prepare.ts || return 1
   local status=0
   # node --test with the longest files first (test/support/run-files.ts).
   TEST_DB="$db" TEST_CONCURRENCY="$concurrency" TEST_TIMINGS="$timings/$db" \
@@ -173,11 +174,15 @@ case "$mode" in
     ensure_redis
     ensure_mariadb
     ensure_chromium
-    timed "API on pglite" run_api pglite
-    ensure_postgres
-    timed "API on postgres" run_api postgres
+    status=0
+    timed "API on pglite" run_api pglite || status=$?
+    if [ "$status" -eq 0 ]; then
+      ensure_postgres
+      timed "API on postgres" run_api postgres || status=$?
+    fi
     report_times
     summary
+    exit "$status"
     ;;
   unit) run_unit ;;
   api)
