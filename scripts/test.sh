@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-all}"
 export TEST_PG_URL="${TEST_PG_URL:-postgres://postgres@127.0.0.1:5432}"
-concurrency="${TEST_CONCURRENCY:-2}"
+# API test files at once. 3 on 2 cores: the files wait on timers, child processes and polling much
+# of the time, so a third keeps the cores busy (docs/decisions.md, the suite's wall time).
+concurrency="${TEST_CONCURRENCY:-3}"
 export TEST_RUN_ID="${TEST_RUN_ID:-r$$}"
 
 ensure_postgres() {
@@ -92,7 +94,36 @@ ensure_chromium() {
 }
 
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+timings="$(mktemp -d)"
+trap 'rm -rf "$log" "$timings"' EXIT
+
+# Wall time of each phase (unit, API per database), printed at the end: the suite's budget is kept
+# by watching these (CI must stay well under 15 minutes on 2 cores).
+phase_times=()
+timed() {
+  local name="$1" start=$SECONDS status=0
+  shift
+  "$@" || status=$?
+  phase_times+=("$(printf '%-18s %4d s   (load average at its end: %s)' "$name" $((SECONDS - start)) \
+    "$(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null)")")
+  return "$status"
+}
+
+# Per file wall times of a phase (test/support/run-files.ts), the slowest first.
+slowest_files() {
+  local file="$timings/$1"
+  [ -s "$file" ] || return 0
+  echo "-- slowest test files on $1 (s, result, file)"
+  sort -rn "$file" | head -n "${TEST_TIMINGS_TOP:-15}"
+}
+
+report_times() {
+  if [ "${#phase_times[@]}" -gt 0 ]; then
+    echo "== wall time per phase"
+    printf '%s\n' "${phase_times[@]}"
+  fi
+  for db in pglite postgres; do slowest_files "$db"; done
+}
 
 # The closing line: every test of every run, in the plain "N passed, N failed" form.
 summary() {
@@ -123,29 +154,35 @@ ensure_build() {
 run_api() {
   local db="$1"
   shift
-  ensure_build
+  # Called in `timed ... ||` (no errexit there): each step's failure is returned by hand.
+  ensure_build || return 1
   if [ "$#" -gt 0 ]; then files=("$@"); else mapfile -t files < <(find test/api -name '*.test.ts' | sort); fi
   echo "== API tests on ${db}"
-  TEST_DB="$db" node --import tsx test/support/prepare.ts
+  TEST_DB="$db" node --import tsx test/support/prepare.ts || return 1
   local status=0
-  TEST_DB="$db" node --import tsx --test --test-concurrency="$concurrency" --test-reporter=spec "${files[@]}" 2>&1 |
-    tee -a "$log" || status=$?
+  # node --test with the longest files first (test/support/run-files.ts).
+  TEST_DB="$db" TEST_CONCURRENCY="$concurrency" TEST_TIMINGS="$timings/$db" \
+    node --import tsx test/support/run-files.ts "${files[@]}" 2>&1 | tee -a "$log" || status=$?
   TEST_DB="$db" node --import tsx test/support/prepare.ts drop || true
   return "$status"
 }
 
 case "$mode" in
   all)
-    npm run --silent typecheck
-    npm run --silent lint
-    run_unit
+    timed "typecheck + lint" bash -c 'npm run --silent typecheck && npm run --silent lint'
+    timed unit run_unit
     ensure_redis
     ensure_mariadb
     ensure_chromium
-    run_api pglite
-    ensure_postgres
-    run_api postgres
+    status=0
+    timed "API on pglite" run_api pglite || status=$?
+    if [ "$status" -eq 0 ]; then
+      ensure_postgres
+      timed "API on postgres" run_api postgres || status=$?
+    fi
+    report_times
     summary
+    exit "$status"
     ;;
   unit) run_unit ;;
   api)
@@ -175,6 +212,7 @@ case "$mode" in
     ensure_postgres
     status=0
     run_api postgres "$@" || status=$?
+    report_times
     summary
     exit "$status"
     ;;
@@ -188,6 +226,7 @@ case "$mode" in
     status=0
     run_api pglite "$@" || status=$?
     run_api postgres "$@" || status=$?
+    report_times
     summary
     exit "$status"
     ;;

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, describe, it } from 'node:test';
+import { after, afterEach, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Json } from '../support/harness.js';
 import { header, mailOf, smtpCapture } from '../support/jobs.js';
 import {
   createSchedule,
+  deleteSchedules,
   reportsOf,
   runReportJobs,
   scheduleOf,
@@ -104,8 +105,19 @@ describe('templates and sections (P5, P6)', () => {
 });
 
 describe('report schedules (P1-P6)', () => {
-  it('P1 site_id, title and recipients are required: a field error each; 201 answers a message only', async () => {
+  // These tests check input only: their schedules are deleted after each (deleteSchedules).
+  const worlds: Json[] = [];
+  const inputWorld = async () => {
     const w = await f.world();
+    worlds.push(w);
+    return w;
+  };
+  afterEach(async () => {
+    for (const w of worlds.splice(0)) await deleteSchedules(w.owner.client, w.site.id);
+  });
+
+  it('P1 site_id, title and recipients are required: a field error each; 201 answers a message only', async () => {
+    const w = await inputWorld();
     const res = await w.owner.client.post('/v1/site_reports/schedules', {});
     assert.equal(res.status, 400);
     assert.deepEqual(res.body.errors.map((e: Json) => e.field).sort(), ['recipients', 'site_id', 'title']);
@@ -119,7 +131,7 @@ describe('report schedules (P1-P6)', () => {
   });
 
   it('P1 every recipient needs a valid email; no recipients, too many or a repeated one is a 400', async () => {
-    const w = await f.world();
+    const w = await inputWorld();
     const body = (recipients: unknown) => ({ site_id: w.site.id, title: uniqueTitle(), recipients });
     const post = (b: unknown) => w.owner.client.post('/v1/site_reports/schedules', b);
     badRequest(await post(body([{ name: 'No mail' }])), 'recipients[0].email');
@@ -131,7 +143,7 @@ describe('report schedules (P1-P6)', () => {
   });
 
   it('P6 lists the schedules of a site with their uuid and every field; defaults filled in', async () => {
-    const w = await f.world();
+    const w = await inputWorld();
     t.clock.set(at('2026-12-10T12:00:00Z'));
     const s = await createSchedule(w.owner.client, {
       site_id: w.site.id,
@@ -144,14 +156,14 @@ describe('report schedules (P1-P6)', () => {
     assert.equal(s.next_scheduled_date, '2027-01-01T00:00:00.000Z', 'MONTHLY 1: the next 1st, midnight UTC');
     assert.deepEqual(s.recipients, [{ name: 'Ada', email: 'ada@example.test' }]);
     assert.equal(s.sections.length, 8, 'every section of the template');
-    const other = await f.world();
+    const other = await inputWorld();
     const list = await other.owner.client.get(`/v1/site_reports/schedules?site_id=${other.site.id}`);
     assert.deepEqual(list.body, { schedules: [] });
     badRequest(await w.owner.client.get('/v1/site_reports/schedules'), 'site_id');
   });
 
   it('P3 DAYS takes 7 or 14 only; MONTHLY takes 1 to 31', async () => {
-    const w = await f.world();
+    const w = await inputWorld();
     const post = (frequency: unknown) =>
       w.owner.client.post('/v1/site_reports/schedules', {
         site_id: w.site.id,
@@ -175,7 +187,7 @@ describe('report schedules (P1-P6)', () => {
   });
 
   it('P5 section names must be valid for the template; the mandatory cover is always included', async () => {
-    const w = await f.world();
+    const w = await inputWorld();
     const post = (extra: Json) =>
       w.owner.client.post('/v1/site_reports/schedules', {
         site_id: w.site.id,
@@ -199,8 +211,8 @@ describe('report schedules (P1-P6)', () => {
   });
 
   it('P2 update takes every field but site_id and answers 200 with a message', async () => {
-    const w = await f.world();
-    const other = await f.world();
+    const w = await inputWorld();
+    const other = await inputWorld();
     t.clock.set(at('2027-01-05T00:00:00Z'));
     const s = await createSchedule(w.owner.client, {
       site_id: w.site.id,
@@ -240,7 +252,7 @@ describe('report schedules (P1-P6)', () => {
   });
 
   it('P6 delete answers {"message": "Deleted"}; the schedule is gone and never runs', async () => {
-    const w = await f.world();
+    const w = await inputWorld();
     t.clock.set(at('2027-03-01T00:00:00Z'));
     const to = mailbox();
     const s = await createSchedule(w.owner.client, {
@@ -261,7 +273,7 @@ describe('report schedules (P1-P6)', () => {
   });
 
   it('next_scheduled_date must be in the future; at most 25 schedules per site', async () => {
-    const w = await f.world();
+    const w = await inputWorld();
     t.clock.set(at('2027-03-10T00:00:00Z'));
     const post = (extra: Json = {}) =>
       w.owner.client.post('/v1/site_reports/schedules', {

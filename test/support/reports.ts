@@ -47,6 +47,20 @@ export async function scheduleOf(client: Client, siteId: string, title: string):
   return list.body.schedules.find((s: Json) => s.title === title);
 }
 
+/**
+ * Deletes every schedule of `siteId` (P6 delete). A file's schedules all stay due on its one manual
+ * clock: tests that only check input leave none behind, so each later clock move runs no report of
+ * theirs (each would be generated and mailed again at every move).
+ */
+export async function deleteSchedules(client: Client, siteId: string): Promise<void> {
+  const list = await client.get(`/v1/site_reports/schedules?site_id=${siteId}`);
+  assert.equal(list.status, 200, JSON.stringify(list.body));
+  for (const s of list.body.schedules as Json[]) {
+    const res = await client.delete(`/v1/site_reports/schedules/${s.uuid}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  }
+}
+
 export async function reportsOf(client: Client, siteId: string): Promise<Json[]> {
   const res = await client.get(`/v1/site_reports?site_id=${siteId}`);
   assert.equal(res.status, 200, JSON.stringify(res.body));
