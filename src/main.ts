@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { buildApp, buildProbeApp } from './app.js';
 import { createManualClock, systemClock } from './clock.js';
 import type { Config } from './config.js';
-import { type Database, type DbOptions, openDatabase } from './db/client.js';
+import { type Database, type DbOptions, openDatabase, withAdvisoryLock } from './db/client.js';
 import { migrateDatabase } from './db/migrate.js';
 import { accounts } from './db/schema.js';
 import { PGLITE_TEMPLATE_DIR } from './db/template.js';
@@ -13,6 +13,9 @@ import { createWorker } from './jobs/worker.js';
 import { createMetrics, type Metrics } from './modules/metrics/metrics.service.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { createServices } from './services.js';
+
+/** Arbitrary constant key of the advisory lock that makes the demo account once (PostgreSQL). */
+const DEMO_LOCK_KEY = 727_274_003;
 
 /**
  * What a PostgreSQL pool of this process waits for (issue 9): `api` serves requests, so it gives up
@@ -231,8 +234,11 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
     return { app, worker, database, shutdown, port: null };
   }
 
-  const [existing] = await database.db.select({ n: count() }).from(accounts);
-  const demo = Number(existing?.n ?? 0) === 0 ? await app.services.admin.createDemo() : null;
+  // The demo account of an empty database, made once even when several processes start together.
+  const demo = await withAdvisoryLock(database, DEMO_LOCK_KEY, async () => {
+    const [existing] = await database.db.select({ n: count() }).from(accounts);
+    return Number(existing?.n ?? 0) === 0 ? await app.services.admin.createDemo() : null;
+  });
 
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();

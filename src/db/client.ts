@@ -276,6 +276,26 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Runs `fn` holding a session advisory lock (`key`) on a connection of its own, outside the pool, so
+ * that several processes starting together do one thing once (pg-boss's install, the demo account).
+ * PGlite: at once (one process holds it).
+ */
+export async function withAdvisoryLock<T>(database: Database, key: number, fn: () => Promise<T>): Promise<T> {
+  if (!database.pool) return fn();
+  // No statement timeout: waiting for the lock may take as long as another process's work.
+  const options = database.pool.options as pg.ClientConfig;
+  const client = new pg.Client({ ...options, statement_timeout: false, query_timeout: 0 });
+  await client.connect();
+  try {
+    await client.query('select pg_advisory_lock($1)', [key]);
+    return await fn();
+  } finally {
+    // Ending the session releases the lock.
+    await client.end().catch(() => {});
+  }
+}
+
 /** The row type of a select projection (nullable columns stay nullable). */
 export type RowOf<T> = SelectResultFields<T>;
 

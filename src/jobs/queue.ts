@@ -4,7 +4,7 @@ import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { Compile } from 'typebox/compile';
 import type { JobsConfig } from '../config.js';
-import type { Database, Db } from '../db/client.js';
+import { type Database, type Db, withAdvisoryLock } from '../db/client.js';
 import { withTransaction } from '../db/transaction.js';
 import { JOBS, type JobName, type JobPayload, type JobSpec } from './catalog.js';
 import * as leases from './leases.repo.js';
@@ -185,7 +185,7 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
      */
     async start(options: StartOptions = {}) {
       if (boss) return;
-      await oneAtATime(database, () => startBoss(options));
+      await withAdvisoryLock(database, QUEUE_LOCK_KEY, () => startBoss(options));
     },
 
     async stop() {
@@ -340,22 +340,6 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
 
 /** Arbitrary constant key of the advisory lock that serialises pg-boss's install across processes. */
 const QUEUE_LOCK_KEY = 727_274_002;
-
-/** Runs `fn` holding a session advisory lock on a connection of its own (outside the pool); PGlite: at once. */
-async function oneAtATime(database: Database, fn: () => Promise<void>) {
-  if (!database.pool) return fn();
-  // No statement timeout: waiting for the lock may take as long as another process's install.
-  const options = database.pool.options as pg.ClientConfig;
-  const client = new pg.Client({ ...options, statement_timeout: false, query_timeout: 0 });
-  await client.connect();
-  try {
-    await client.query('select pg_advisory_lock($1)', [QUEUE_LOCK_KEY]);
-    await fn();
-  } finally {
-    // Ending the session releases the lock.
-    await client.end().catch(() => {});
-  }
-}
 
 /**
  * LISTEN on a dedicated connection that reconnects by itself (backing off from 0.5 s to 5 s while the

@@ -172,5 +172,37 @@ if (TEST_DB === 'postgres') {
         await admin.end();
       }
     });
+
+    it('three API processes starting at once on one empty database all serve, and make one demo account', async () => {
+      const name = `hp_demo_${process.pid}_${Date.now()}`;
+      const admin = new pg.Client({ connectionString: `${TEST_PG_URL}/postgres` });
+      await admin.connect();
+      await admin.query(`create database ${name}`);
+      const url = `${TEST_PG_URL}/${name}`;
+      const runs = [1, 2, 3].map((i) =>
+        runCli(['api'], {
+          DATABASE_URL: url,
+          DATA_DIR: path.join(tmp, `d${i}`),
+          PORT: '0',
+          HOST: '127.0.0.1',
+        }),
+      );
+      try {
+        await Promise.all(runs.map((r) => r.waitFor(/Hostplane is serving \S+\/v1 on PostgreSQL/, 120_000)));
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        const accounts = await client.query('select count(*)::int as n from accounts');
+        const installs = await client.query(
+          "select count(*)::int as n from installs where name = 'demosite'",
+        );
+        await client.end();
+        assert.deepEqual([accounts.rows[0].n, installs.rows[0].n], [1, 1]);
+      } finally {
+        for (const r of runs) r.child.kill('SIGKILL');
+        await Promise.all(runs.map((r) => r.exited));
+        await admin.query(`drop database if exists ${name} with (force)`);
+        await admin.end();
+      }
+    });
   });
 }

@@ -19,7 +19,6 @@ import {
   seeded,
   sleep,
   spread,
-  stop,
   until,
   workerPidOf,
 } from '../support/cluster.js';
@@ -205,11 +204,8 @@ if (TEST_DB !== 'postgres') {
     };
 
     after(async () => {
-      await Promise.all([
-        stop(api, 'SIGKILL'),
-        stop(api2, 'SIGKILL'),
-        ...workers.map((x) => stop(x, 'SIGKILL')),
-      ]);
+      // Every process the cluster started, including any left by a start that failed midway.
+      await procs.stopAll();
       const lines = table(rows);
       flush();
       // The processes' logs beside the counts (where a 5xx or a stuck job is explained).

@@ -83,15 +83,27 @@ export interface ClusterOptions {
 export function cluster({ databaseUrl, tmp, env }: ClusterOptions) {
   let n = 0;
   const base = { ...env, DATABASE_URL: databaseUrl };
+  // Every process ever started, so that none outlives the test file (a failed start among several
+  // started together would otherwise leave the others running, and the file would never end).
+  const started: Running[] = [];
+  const spawn = (args: string[], vars: Record<string, string>) => {
+    const run = runCli(args, vars);
+    started.push(run);
+    return run;
+  };
   return {
+    /** Kills every process this cluster started that is still running, and waits for each to end. */
+    async stopAll() {
+      await Promise.all(started.map((run) => stop(run, 'SIGKILL')));
+    },
     async worker(extra: Record<string, string> = {}) {
-      const run = runCli(['worker'], { ...base, ...extra, DATA_DIR: path.join(tmp, `w${++n}`) });
+      const run = spawn(['worker'], { ...base, ...extra, DATA_DIR: path.join(tmp, `w${++n}`) });
       await run.waitFor(/Hostplane worker is running \d+ job queues on PostgreSQL/, 120_000);
       return run;
     },
     /** An API process; answers it and its origin (http://127.0.0.1:port). */
     async api(extra: Record<string, string> = {}) {
-      const run = runCli(['api'], {
+      const run = spawn(['api'], {
         ...base,
         ...extra,
         DATA_DIR: path.join(tmp, `a${++n}`),
