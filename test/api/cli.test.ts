@@ -148,14 +148,23 @@ describe('hostplane seed', () => {
 });
 
 if (TEST_DB === 'postgres') {
+  /** Runs `fn` on a new empty PostgreSQL database, dropped afterwards (with its connections). */
+  async function withEmptyDatabase(prefix: string, fn: (url: string) => Promise<void>) {
+    const name = `${prefix}_${process.pid}_${Date.now()}`;
+    const admin = new pg.Client({ connectionString: `${TEST_PG_URL}/postgres` });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    try {
+      await fn(`${TEST_PG_URL}/${name}`);
+    } finally {
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    }
+  }
+
   describe('migrations on PostgreSQL', () => {
     it('three processes migrating one empty database at once apply each migration exactly once', async () => {
-      const name = `hp_migrate_${process.pid}_${Date.now()}`;
-      const admin = new pg.Client({ connectionString: `${TEST_PG_URL}/postgres` });
-      await admin.connect();
-      await admin.query(`create database ${name}`);
-      const url = `${TEST_PG_URL}/${name}`;
-      try {
+      await withEmptyDatabase('hp_migrate', async (url) => {
         const runs = [1, 2, 3].map(() =>
           runCli(['migrate'], { DATABASE_URL: url, DATA_DIR: path.join(tmp, 'm') }),
         );
@@ -167,42 +176,36 @@ if (TEST_DB === 'postgres') {
         const files = fs.readdirSync('drizzle').filter((f) => f.endsWith('.sql'));
         assert.equal(journal.rows[0].n, files.length);
         await client.end();
-      } finally {
-        await admin.query(`drop database if exists ${name} with (force)`);
-        await admin.end();
-      }
+      });
     });
 
     it('three API processes starting at once on one empty database all serve, and make one demo account', async () => {
-      const name = `hp_demo_${process.pid}_${Date.now()}`;
-      const admin = new pg.Client({ connectionString: `${TEST_PG_URL}/postgres` });
-      await admin.connect();
-      await admin.query(`create database ${name}`);
-      const url = `${TEST_PG_URL}/${name}`;
-      const runs = [1, 2, 3].map((i) =>
-        runCli(['api'], {
-          DATABASE_URL: url,
-          DATA_DIR: path.join(tmp, `d${i}`),
-          PORT: '0',
-          HOST: '127.0.0.1',
-        }),
-      );
-      try {
-        await Promise.all(runs.map((r) => r.waitFor(/Hostplane is serving \S+\/v1 on PostgreSQL/, 120_000)));
-        const client = new pg.Client({ connectionString: url });
-        await client.connect();
-        const accounts = await client.query('select count(*)::int as n from accounts');
-        const installs = await client.query(
-          "select count(*)::int as n from installs where name = 'demosite'",
+      await withEmptyDatabase('hp_demo', async (url) => {
+        const runs = [1, 2, 3].map((i) =>
+          runCli(['api'], {
+            DATABASE_URL: url,
+            DATA_DIR: path.join(tmp, `d${i}`),
+            PORT: '0',
+            HOST: '127.0.0.1',
+          }),
         );
-        await client.end();
-        assert.deepEqual([accounts.rows[0].n, installs.rows[0].n], [1, 1]);
-      } finally {
-        for (const r of runs) r.child.kill('SIGKILL');
-        await Promise.all(runs.map((r) => r.exited));
-        await admin.query(`drop database if exists ${name} with (force)`);
-        await admin.end();
-      }
+        try {
+          await Promise.all(
+            runs.map((r) => r.waitFor(/Hostplane is serving \S+\/v1 on PostgreSQL/, 120_000)),
+          );
+          const client = new pg.Client({ connectionString: url });
+          await client.connect();
+          const accounts = await client.query('select count(*)::int as n from accounts');
+          const installs = await client.query(
+            "select count(*)::int as n from installs where name = 'demosite'",
+          );
+          await client.end();
+          assert.deepEqual([accounts.rows[0].n, installs.rows[0].n], [1, 1]);
+        } finally {
+          for (const r of runs) r.child.kill('SIGKILL');
+          await Promise.all(runs.map((r) => r.exited));
+        }
+      });
     });
   });
 }
