@@ -6,21 +6,13 @@ import { Compile } from 'typebox/compile';
 import type { JobsConfig } from '../config.js';
 import { type Database, type Db, withAdvisoryLock } from '../db/client.js';
 import { withTransaction } from '../db/transaction.js';
+import * as bossRepo from './boss.repo.js';
 import { JOBS, type JobName, type JobPayload, type JobSpec } from './catalog.js';
 import * as leases from './leases.repo.js';
 
-/** pg-boss's own tables live in this schema, beside (not inside) the Drizzle migrations. */
-export const BOSS_SCHEMA = 'pgboss';
-/** NOTIFY channel: the payload is a queue name; sent inside the enqueueing transaction (delivered on commit). */
-export const WAKE_CHANNEL = 'hostplane_jobs';
-const EXHAUSTED = '-exhausted';
-/** The dead-letter queue of a job: a job whose retries are exhausted lands here (jobs/worker.ts). */
-export const exhaustedQueue = (name: string) => `${name}${EXHAUSTED}`;
-/** The job a queue serves, and whether it is that job's dead-letter queue. */
-export const jobOfQueue = (queue: string) =>
-  queue.endsWith(EXHAUSTED)
-    ? { name: queue.slice(0, -EXHAUSTED.length), exhausted: true }
-    : { name: queue, exhausted: false };
+import { BOSS_SCHEMA, exhaustedQueue, WAKE_CHANNEL } from './queue.names.js';
+
+export { BOSS_SCHEMA, exhaustedQueue, jobOfQueue, WAKE_CHANNEL } from './queue.names.js';
 
 /** A fetched job, with what a handler needs to know about its attempt. */
 export interface QueuedJob {
@@ -94,8 +86,6 @@ export interface FetchOptions {
 export interface FailOptions {
   /** Only while this worker still holds the job's claim. */
   workerId?: string;
-  /** Retry at once, without the back-off (a released job: the attempt was not the job's fault). */
-  retryNow?: boolean;
 }
 
 export interface StartOptions {
@@ -140,11 +130,15 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
     const boss = started();
     for (const id of ids) await boss.fail(name, id, { message }, { db: transactionAdapter(tx) });
     if (!now) return;
-    await tx.execute(
-      sql`update ${sql.raw(BOSS_SCHEMA)}.job set start_after = now()
-          where name = ${name} and id = any(${`{${ids.join(',')}}`}::uuid[]) and state = 'retry'`,
-    );
-    await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${name})`);
+    await bossRepo.retryNow(tx, name, ids);
+    await bossRepo.wake(tx, name);
+  }
+
+  /** Gives attempts back inside `tx` without spending a retry (boss.repo.ts `putBack`); wakes workers. */
+  async function putBackInTransaction(tx: Db, name: string, ids: string[], message: string) {
+    started();
+    await bossRepo.putBack(tx, name, ids, message);
+    await bossRepo.wake(tx, name);
   }
 
   async function startBoss(options: StartOptions) {
@@ -270,20 +264,33 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
 
     /**
      * Fails one attempt: pg-boss retries it with back-off, or moves it to its dead-letter queue.
-     * `retryNow` (a released job, not a failed one) starts the retry at once. With `workerId`, only
-     * while that worker still holds its claim (false otherwise, as for `complete`).
+     * With `workerId`, only while that worker still holds its claim (false otherwise, as for `complete`).
      */
     async fail(name: string, id: string, error: unknown, options: FailOptions = {}): Promise<boolean> {
       const boss = started();
       const message = error instanceof Error ? error.message : String(error);
       const { workerId } = options;
-      if (!workerId && !options.retryNow) {
+      if (!workerId) {
         await boss.fail(name, id, { message });
         return true;
       }
       return withTransaction(database.db, async (tx) => {
+        if (!(await leases.release(tx, id, workerId))) return false;
+        await failInTransaction(tx, name, [id], message, false);
+        return true;
+      });
+    },
+
+    /**
+     * Gives a job back untried (a graceful shutdown released it: not the work's fault): it is retried
+     * at once and its retry count stays as it was, so shutdowns never use up a job's retries (issue 20
+     * defect 3). With `workerId`, only while that worker still holds its claim (false otherwise).
+     */
+    async release(name: string, id: string, reason: string, options: FailOptions = {}): Promise<boolean> {
+      const { workerId } = options;
+      return withTransaction(database.db, async (tx) => {
         if (workerId && !(await leases.release(tx, id, workerId))) return false;
-        await failInTransaction(tx, name, [id], message, options.retryNow ?? false);
+        await putBackInTransaction(tx, name, [id], reason);
         return true;
       });
     },
@@ -298,9 +305,11 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
 
     /**
      * Reaps dead workers: those whose heartbeat is older than `lapseSeconds` (or the one worker `id`,
-     * when it retires). Their claimed jobs fail and are retried at once (or go to their dead-letter
-     * queue when their retries are used up), idle workers are woken, and the lease rows go. Safe
-     * when several sweepers race (SKIP LOCKED). Answers how many jobs were handed on.
+     * when it retires). A dead worker's claimed jobs fail and are retried at once (or go to their
+     * dead-letter queue when their retries are used up): a crash counts as an attempt, since the
+     * work itself may be what kills workers. A retiring worker (a graceful shutdown) gives the jobs
+     * it still holds back without spending a retry. Idle workers are woken, and the lease rows go.
+     * Safe when several sweepers race (SKIP LOCKED). Answers how many jobs were handed on.
      */
     async reap(target: { lapseSeconds: number } | { id: string }): Promise<number> {
       started();
@@ -311,7 +320,8 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
         const queues = new Set(claims.map((c) => c.queue));
         for (const name of queues) {
           const ids = claims.filter((c) => c.queue === name).map((c) => c.job_id);
-          await failInTransaction(tx, name, ids, 'its worker stopped (the lease lapsed); retried', true);
+          if ('id' in target) await putBackInTransaction(tx, name, ids, 'its worker shut down; retried');
+          else await failInTransaction(tx, name, ids, 'its worker stopped (the lease lapsed); retried', true);
         }
         await leases.deleteWorkers(tx, dead);
         return claims.length;
