@@ -27,7 +27,9 @@ module.exports = {
         'src/http/ is the shared HTTP layer (auth hooks, error renderer, pagination, Location, ETag): ' +
         'modules build on it, never the other way round. It knows no module and not the services.',
       from: { path: '^src/http/' },
-      to: { path: ['^src/modules/', '^src/services\\.ts$', '^src/app\\.ts$', '^src/main\\.ts$'] },
+      to: {
+        path: ['^src/modules/', '^src/services\\.ts$', '^src/routes\\.ts$', '^src/app\\.ts$', '^src/main\\.ts$'],
+      },
     },
     {
       name: 'db-only-config',
@@ -116,6 +118,15 @@ module.exports = {
         'them. A module that needs something of theirs takes it as a dependency.',
       from: { path: '^src/', pathNot: ['^src/cli\\.ts$', '^src/main\\.ts$'] },
       to: { path: ['^src/main\\.ts$', '^src/app\\.ts$'] },
+    },
+    {
+      name: 'only-the-app-imports-the-route-table',
+      severity: 'error',
+      comment:
+        'src/routes.ts is the table of every routes plugin; app.ts registers it. Nothing else mounts ' +
+        'routes (a module exports its plugin and the table names it).',
+      from: { path: '^(src|test|bench|scripts)/', pathNot: ['^src/app\\.ts$'] },
+      to: { path: '^src/routes\\.ts$' },
     },
     {
       name: 'src-not-to-test',
