@@ -59,6 +59,16 @@ module.exports = {
       to: { path: '^src/modules/[^/]+/[^/]+\\.repo\\.ts$', pathNot: '^src/modules/$1/' },
     },
     {
+      name: 'operations-below-installs',
+      severity: 'error',
+      comment:
+        'Installs start operations (provisioning, copies), so operations sit below installs: ' +
+        'modules/operations names what it reads of an install (InstallLookup, InstallRef) and never ' +
+        'imports modules/installs, not even a type (no module-level cycle).',
+      from: { path: '^src/modules/operations/' },
+      to: { path: '^src/modules/installs/' },
+    },
+    {
       name: 'repo-only-from-its-module',
       severity: 'error',
       comment:
