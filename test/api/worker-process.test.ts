@@ -11,6 +11,7 @@ import { factories } from '../support/factories.js';
 import { ADMIN_TOKEN, buildTestApp, type Json } from '../support/harness.js';
 import { header, smtpCapture } from '../support/jobs.js';
 import { type Running, runCli } from '../support/process.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-jobs-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -243,6 +244,43 @@ if (TEST_DB === 'postgres') {
         assert.equal(await stop(worker), 0);
       } finally {
         await stop(worker, 'SIGKILL');
+      }
+    });
+
+    it("issue 20 defect 4: a worker's /readyz (METRICS_PORT) answers 503 within its budget while the database is silent, probes at once included; 200 again after", async () => {
+      const direct = new URL(t.databaseUrl ?? '');
+      const proxy = await startTcpProxy(Number(direct.port || 5432), direct.hostname);
+      const viaProxy = new URL(direct);
+      viaProxy.hostname = '127.0.0.1';
+      viaProxy.port = String(proxy.port);
+      const worker = runCli(['worker'], {
+        ...workerEnv,
+        DATABASE_URL: viaProxy.toString(),
+        METRICS_PORT: '0',
+        HOST: '127.0.0.1',
+      });
+      try {
+        const [, port] = await worker.waitFor(/Metrics and probes: http:\/\/127\.0\.0\.1:(\d+)\/metrics/);
+        // A probe gives up after 8 s (an orchestrator's probe timeout); the budget is 2.5 s by default.
+        const probe = async () => {
+          try {
+            const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(8000) });
+            return `${res.status} ${Object.keys((await res.json()) as object).join(',')}`;
+          } catch (err) {
+            return `no answer: ${(err as Error).name}`;
+          }
+        };
+        assert.equal(await probe(), '200 status');
+        await proxy.cut('freeze');
+        const answers: string[] = [];
+        for (let wave = 0; wave < 3; wave++) answers.push(...(await Promise.all([1, 2, 3, 4].map(probe))));
+        await proxy.restore();
+        assert.deepEqual(answers, Array(12).fill('503 message'));
+        await until('readyz to answer 200 again', async () => (await probe()) === '200 status');
+        assert.equal(await stop(worker), 0, worker.output());
+      } finally {
+        await stop(worker, 'SIGKILL');
+        await proxy.close();
       }
     });
 
