@@ -102,7 +102,7 @@ export interface Config {
   readonly requestTimeoutMs: number;
 }
 
-/** The local hosting driver (drivers/local.ts). */
+/** The local hosting driver (drivers/local/). */
 export interface LocalDriverConfig {
   /** `HOSTING_ROOT`, default `DATA_DIR/hosting`: installs/, backups/ and staging/ (absolute). */
   readonly hostingRoot: string;
