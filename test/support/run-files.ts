@@ -9,7 +9,8 @@
 // Environment: TEST_CONCURRENCY (files at once, default 4), TEST_LOG_DIR (where <db>.log are
 // written; default a temporary directory), TEST_TIMINGS (a file receiving one line per file:
 // "<wall s>\t<cpu s>\t<passed|failed>\t<db>\t<file>"), TEST_PHASES (a file receiving one line per
-// database: "<db>\t<start epoch ms>\t<end epoch ms>\t<passed|failed>"), TEST_VERBOSE=1 (print every
+// database: "<db>\t<start epoch ms>\t<end epoch ms>\t<passed|failed>\t<load average at its end>"),
+// TEST_VERBOSE=1 (print every
 // file's whole output when it ends, not only failed ones').
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -85,7 +86,7 @@ const usageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hp-usage-'));
 const logs = new Map(dbs.map((db) => [db, path.join(logDir, `${db}.log`)]));
 for (const log of logs.values()) fs.writeFileSync(log, '');
 
-const phases = new Map(dbs.map((db) => [db, { start: 0, end: 0, failed: false }]));
+const phases = new Map(dbs.map((db) => [db, { start: 0, end: 0, failed: false, load: '' }]));
 const timings: string[] = [];
 const failures: { job: Job; output: string }[] = [];
 let done = 0;
@@ -96,7 +97,7 @@ const count = (output: string, what: string) =>
   Number(output.match(new RegExp(`^ℹ ${what} (\\d+)`, 'm'))?.[1] ?? 0);
 
 function runJob(job: Job): Promise<void> {
-  const phase = phases.get(job.db) as { start: number; end: number; failed: boolean };
+  const phase = phases.get(job.db) as { start: number; end: number; failed: boolean; load: string };
   if (phase.start === 0) phase.start = Date.now();
   const started = performance.now();
   const usageFile = path.join(usageDir, `${job.db}-${job.file.replaceAll('/', '_')}`);
@@ -128,6 +129,10 @@ function runJob(job: Job): Promise<void> {
       const cpu = fs.existsSync(usageFile) ? Number(fs.readFileSync(usageFile, 'utf8')) : Number.NaN;
       const passed = code === 0 && count(output, 'fail') === 0;
       phase.end = Date.now();
+      phase.load = os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ');
       if (!passed) phase.failed = true;
       const header = `── ${job.db} ${job.file}: ${passed ? 'passed' : `FAILED (exit ${signal ?? code})`}, ${wall.toFixed(1)} s`;
       fs.appendFileSync(logs.get(job.db) as string, `${header}\n${output}\n`);
@@ -161,7 +166,7 @@ for (const { job, output } of failures) {
 if (process.env.TEST_TIMINGS) fs.writeFileSync(process.env.TEST_TIMINGS, `${timings.join('\n')}\n`);
 if (process.env.TEST_PHASES) {
   const lines = [...phases].map(
-    ([db, p]) => `${db}\t${p.start}\t${p.end}\t${p.failed ? 'failed' : 'passed'}\n`,
+    ([db, p]) => `${db}\t${p.start}\t${p.end}\t${p.failed ? 'failed' : 'passed'}\t${p.load}\n`,
   );
   fs.writeFileSync(process.env.TEST_PHASES, lines.join(''));
 }
