@@ -180,6 +180,14 @@ ensure_build() {
   fi
 }
 
+# The packages (issue 23: packages/client, packages/cli) against a real server they start on PGlite.
+run_packages() {
+  mapfile -t files < <(find packages -path '*/node_modules' -prune -o -path '*/test/*.test.ts' -print | sort)
+  [ "${#files[@]}" -eq 0 ] && return 0
+  ensure_build && npm run --silent build:packages || return 1
+  node --import tsx --test --test-reporter=spec "${files[@]}"
+}
+
 # run_api "pglite postgres" [FILE...]: the files (default all of test/api) on each database named,
 # from one pool of TEST_CONCURRENCY slots (test/support/run-files.ts).
 run_api() {
@@ -227,12 +235,18 @@ case "$mode" in
     typecheck_pid=$!
     background unit unit run_unit
     unit_pid=$!
+    # One build (the process tests' CLI, the packages' server) before the phases that use it.
+    ensure_build || status=1
+    background packages packages run_packages
+    packages_pid=$!
     run_api "pglite postgres" || status=$?
     wait "$typecheck_pid" || status=1
     wait "$unit_pid" || status=1
+    wait "$packages_pid" || status=1
     finish "$status"
     ;;
   unit) run_unit ;;
+  packages) run_packages ;;
   api | files)
     # Some API test files on both databases: scripts/test.sh files test/api/a.test.ts ...
     [ "$mode" = files ] && shift || set --
@@ -263,7 +277,7 @@ case "$mode" in
     finish "$status"
     ;;
   *)
-    echo "usage: scripts/test.sh [all|unit|api|pglite|postgres|files FILE...|postgres-files FILE...]" >&2
+    echo "usage: scripts/test.sh [all|unit|packages|api|pglite|postgres|files FILE...|postgres-files FILE...]" >&2
     exit 2
     ;;
 esac
