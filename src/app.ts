@@ -191,6 +191,8 @@ export async function buildApp(deps: AppDeps) {
   app.addHook('onClose', async () => {
     await services.closeDriver();
   });
+  // Issue 20: hostplane_password_hashes_total and the sign-ins refused before a hash.
+  metrics.observeAuth(services.authenticator.stats);
 
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {
