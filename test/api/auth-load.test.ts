@@ -19,7 +19,14 @@ const carol = await member();
 await f.site(alice.client, acct.id);
 
 async function appWith(test: TestContext, env: Record<string, string> = {}): Promise<StartedApp> {
-  const app = await startApp(t.database, { env: { AUTH_CACHE_SECONDS: '10', ...env } });
+  // The production defaults (the harness turns the failure counters off for other files).
+  const defaults = {
+    AUTH_CACHE_SECONDS: '10',
+    AUTH_FAILURES_PER_IP: '20',
+    AUTH_FAILURES_PER_IP_USER: '5',
+    AUTH_FAILURES_PER_USER: '100',
+  };
+  const app = await startApp(t.database, { env: { ...defaults, ...env } });
   test.after(() => app.close());
   return app;
 }
