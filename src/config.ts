@@ -105,7 +105,7 @@ export interface Config {
 }
 
 /**
- * Issue 20 (docs/decisions.md #69): password hashing is bounded per process, and failed sign-ins are
+ * Issue 20 (docs/decisions.md #70): password hashing is bounded per process, and failed sign-ins are
  * counted before a hash is spent. A failure limit of 0 turns that limit off.
  */
 export interface AuthLimitsConfig {
@@ -126,7 +126,7 @@ export interface AuthLimitsConfig {
   readonly failuresPerUser: number;
 }
 
-/** The local hosting driver (drivers/local.ts). */
+/** The local hosting driver (drivers/local/). */
 export interface LocalDriverConfig {
   /** `HOSTING_ROOT`, default `DATA_DIR/hosting`: installs/, backups/ and staging/ (absolute). */
   readonly hostingRoot: string;

@@ -15,7 +15,7 @@ export interface AttemptLimits {
 const KNOWN_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Issue 20 (defect 6), docs/decisions.md #69: failed sign-ins counted per client address, per
+ * Issue 20 (defect 6), docs/decisions.md #70: failed sign-ins counted per client address, per
  * (address, username) and per username, checked before a password hash is spent. Fixed windows on
  * the service clock; every map is bounded (oldest out), so rotating addresses costs memory only up
  * to `maxEntries`.

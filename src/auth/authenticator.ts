@@ -66,7 +66,7 @@ interface Flight {
  * an HMAC of the pair (keyed per process), so a request costs no scrypt hash and the cache never
  * holds a password.
  *
- * Issue 20 (docs/decisions.md #69): one verification per pair at a time (single flight: later
+ * Issue 20 (docs/decisions.md #70): one verification per pair at a time (single flight: later
  * requests await the same promise; a failure is never cached); a pair used in the last third of its
  * life is re-checked once in the background (refresh ahead: the stored hash it was verified against
  * is read again, no scrypt), so a busy credential never sees an expiry; hashes go through a bounded
