@@ -1,6 +1,6 @@
 import { and, asc, count, eq, inArray, isNull, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import {
   accounts,
   credentials,
@@ -78,15 +78,14 @@ async function withScopes(db: Db, accountId: string, rows: Omit<AccountUserRow, 
 }
 
 export async function listAccountUsers(db: Db, accountId: string, page: Page) {
-  const [total] = await db
-    .select({ n: count() })
-    .from(memberships)
-    .where(eq(memberships.account_id, accountId));
-  const rows = await membersQuery(db, eq(memberships.account_id, accountId))
-    .orderBy(asc(memberships.created_at), asc(memberships.user_id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows: await withScopes(db, accountId, rows) };
+  const where = eq(memberships.account_id, accountId);
+  const { count, rows } = await selectPage(
+    membersQuery(db, where).$dynamic(),
+    db.$count(memberships, where),
+    [asc(memberships.created_at), asc(memberships.user_id)],
+    page,
+  );
+  return { count, rows: await withScopes(db, accountId, rows) };
 }
 
 export async function findAccountUser(
