@@ -284,3 +284,4 @@ export function createAccountUsersService({ db, clock, outbox, authenticator }: 
 }
 
 export type AccountUsersService = ReturnType<typeof createAccountUsersService>;
+export type { AccountUserRow } from './users.account-users.repo.js';
