@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
-import type { Caller, Membership, Role } from './access.js';
+import type { Caller, Membership } from './access.js';
 import { bumpEpoch, findCredential, loadMemberships, readEpoch, readFreshness } from './auth.repo.js';
 import { DUMMY_HASH_PROMISE, verifyPassword } from './passwords.js';
 
@@ -65,7 +65,7 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
     const { rows, scoped } = await loadMemberships(db, userId);
     const memberships = new Map<string, Membership>();
     for (const row of rows) {
-      const roles = row.roles as Role;
+      const { roles } = row;
       const partial = roles.startsWith('partial');
       const installIds = partial
         ? new Set(scoped.filter((s) => s.account_id === row.account_id).map((s) => s.install_id))

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
 import type { Role } from '../../src/auth/access.js';
 import { factories, type Member } from '../support/factories.js';
 import { buildTestApp, clientFor, type Json, type Res, startApp } from '../support/harness.js';
@@ -438,5 +439,20 @@ describe('mfa_enabled', () => {
     assert.equal(set.body.mfa_enabled, true);
     assert.equal((await w.owner.client.get(url)).body.mfa_enabled, true);
     expectNotFound(await t.admin.patch(`/admin/v1/users/${w.account.id}`, { mfa_enabled: true }));
+  });
+});
+
+describe('issue 20 house 4: roles are a typed column', () => {
+  it('the database refuses a role outside the five (memberships_roles_check, migration 0011)', async () => {
+    const w = await f.world();
+    await assert.rejects(
+      t.database.db.execute(sql`update memberships set roles = 'admin' where account_id = ${w.account.id}`),
+      (err: Error & { cause?: { code?: string } }) => {
+        const code = (err as { code?: string }).code ?? err.cause?.code;
+        assert.equal(code, '23514', String(err));
+        return true;
+      },
+    );
+    assert.equal((await w.owner.client.get(usersOf(w.account.id))).body.account_users[0].roles, 'owner');
   });
 });

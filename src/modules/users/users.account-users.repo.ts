@@ -8,6 +8,7 @@ import {
   invitations,
   membershipInstalls,
   memberships,
+  type Role,
   users,
 } from '../../db/schema.js';
 
@@ -21,7 +22,7 @@ export interface AccountUserRow {
   phone: string | null;
   mfa_enabled: boolean;
   invite_accepted: boolean;
-  roles: string;
+  roles: Role;
   installs: { id: string; name: string }[];
 }
 
@@ -119,7 +120,7 @@ export async function lockAccount(tx: Db, accountId: string): Promise<{ id: stri
   return row ?? null;
 }
 
-export async function roleOf(db: Db, accountId: string, userId: string): Promise<string | null> {
+export async function roleOf(db: Db, accountId: string, userId: string): Promise<Role | null> {
   const [row] = await db
     .select({ roles: memberships.roles })
     .from(memberships)
