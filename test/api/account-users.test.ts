@@ -452,6 +452,6 @@ describe('issue 20 house 4: roles are a typed column', () => {
         return true;
       },
     );
-    assert.equal((await w.owner.client.get(usersOf(w.account.id))).body.account_users[0].roles, 'owner');
+    assert.equal((await w.owner.client.get(usersOf(w.account.id))).body.results[0].roles, 'owner');
   });
 });
