@@ -100,8 +100,8 @@ module.exports = {
       severity: 'error',
       comment:
         'decisions.md #27: a hosting driver keeps its own state, reached only through its own repo ' +
-        'files (drivers/*.repo.ts). The driver interface knows no database.',
-      from: { path: '^src/drivers/', pathNot: '^src/drivers/[^/]+\\.repo\\.ts$' },
+        'files (drivers/<driver>/*.repo.ts). The driver interface knows no database.',
+      from: { path: '^src/drivers/', pathNot: '^src/drivers/.+\\.repo\\.ts$' },
       to: {
         path: '^src/db/',
         pathNot: [
@@ -112,6 +112,16 @@ module.exports = {
           '^src/db/transaction\\.ts$',
         ],
       },
+    },
+    {
+      name: 'no-foreign-driver-repo',
+      severity: 'error',
+      comment:
+        "A driver never imports another driver's repository: each keeps its own state (decisions.md " +
+        '#27). What one driver lends another (the local driver issues certificates with the simulated ' +
+        "driver's CA) is handed over by the composition root.",
+      from: { path: '^src/drivers/([^/]+)/' },
+      to: { path: '^src/drivers/[^/]+/[^/]+\\.repo\\.ts$', pathNot: '^src/drivers/$1/' },
     },
     {
       name: 'drivers-not-to-modules',
