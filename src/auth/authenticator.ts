@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
 import { Errors } from '../errors.js';
-import type { Caller, Membership, Role } from './access.js';
+import type { Caller, Membership } from './access.js';
 import { type AttemptLimits, createAttemptLimiter } from './attempts.js';
 import { bumpEpoch, findCredential, loadMemberships, readEpoch, readFreshness } from './auth.repo.js';
 import { createHashGate, DUMMY_HASH_PROMISE, type HashGateOptions, type HashGateStats } from './passwords.js';
@@ -129,7 +129,7 @@ export function createAuthenticator({
     const { rows, scoped } = await loadMemberships(db, userId);
     const memberships = new Map<string, Membership>();
     for (const row of rows) {
-      const roles = row.roles as Role;
+      const { roles } = row;
       const partial = roles.startsWith('partial');
       const installIds = partial
         ? new Set(scoped.filter((s) => s.account_id === row.account_id).map((s) => s.install_id))
