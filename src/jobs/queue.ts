@@ -116,6 +116,36 @@ function queueOptions(spec: JobSpec, jobs: JobsConfig, deadLetter?: string): PgB
   };
 }
 
+/** The stored options `queueOptions` sets, as pg-boss's `getQueues` answers them. */
+const COMPARED = [
+  'policy',
+  'retryLimit',
+  'retryDelay',
+  'retryBackoff',
+  'expireInSeconds',
+  'deadLetter',
+] as const;
+
+/**
+ * Creates each missing queue (and its dead-letter queue) and updates a queue only where its stored
+ * options differ from the catalog and JOB_* settings (they may have changed since it was made).
+ * Issue 20: one read of pg-boss's queue table when nothing changed, instead of 72 statements (three
+ * per job) at every start. A field the catalog leaves unset is not compared (pg-boss keeps it too).
+ */
+async function ensureQueues(instance: PgBoss, specs: Record<string, JobSpec>, jobs: JobsConfig) {
+  const stored = new Map((await instance.getQueues()).map((q) => [q.name, q]));
+  for (const [name, spec] of Object.entries(specs)) {
+    const dead = exhaustedQueue(name);
+    if (!stored.has(dead))
+      await instance.createQueue(dead, { name: dead, policy: 'standard', retryLimit: 5, retryDelay: 5 });
+    const opts = { ...queueOptions(spec, jobs, dead), name };
+    const current = stored.get(name);
+    if (!current) await instance.createQueue(name, opts);
+    else if (COMPARED.some((key) => opts[key] !== undefined && opts[key] !== current[key]))
+      await instance.updateQueue(name, opts);
+  }
+}
+
 /** The durable job queue (pg-boss 10) on PGlite or PostgreSQL. */
 export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onError }: JobQueueDeps) {
   const db = database.pglite
@@ -158,14 +188,7 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
     } as PgBoss.ConstructorOptions);
     instance.on('error', (err) => onError?.(err));
     await instance.start();
-    for (const [name, spec] of Object.entries(specs)) {
-      const dead = exhaustedQueue(name);
-      await instance.createQueue(dead, { name: dead, policy: 'standard', retryLimit: 5, retryDelay: 5 });
-      const opts = queueOptions(spec, jobs, dead);
-      await instance.createQueue(name, { ...opts, name });
-      // The catalog (and JOB_* settings) may have changed since the queue was made.
-      await instance.updateQueue(name, { ...opts, name });
-    }
+    await ensureQueues(instance, specs, jobs);
     boss = instance;
   }
 
