@@ -38,6 +38,11 @@ interface Sample {
   kind: Kind;
   round: number;
   seconds: number;
+  /**
+   * CPU seconds (user + system) the command's processes (npm, its shell, node) had used when the
+   * first 200 arrived: what a start costs, much less swayed by other work on the machine than wall time.
+   */
+  cpuSeconds: number;
   /** Only measured on the `npm start` runs (the server process is the same either way). */
   rssMb: number | null;
 }
@@ -71,6 +76,21 @@ function rssMb(pid: number): number {
   }
 }
 
+const TICKS_PER_SECOND = 100; // USER_HZ, fixed at 100 on Linux
+
+/** utime + stime of live processes, in seconds (fields 14 and 15 of /proc/PID/stat). */
+function cpuSecondsOf(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {}
+  }
+  return ticks / TICKS_PER_SECOND;
+}
+
 async function startOnce(root: string, launcher: Launcher, env: Record<string, string>, idleMs: number) {
   const port = await freePort();
   const [command, args] =
@@ -87,11 +107,13 @@ async function startOnce(root: string, launcher: Launcher, env: Record<string, s
   const exited = new Promise((r) => child.once('exit', r));
   const url = `http://127.0.0.1:${port}/healthz`;
   let seconds = Number.NaN;
+  let cpuSeconds = Number.NaN;
   for (let tries = 0; tries < 6000; tries++) {
     try {
       const res = await fetch(url);
       if (res.status === 200) {
         seconds = (performance.now() - began) / 1000;
+        cpuSeconds = cpuSecondsOf([child.pid ?? 0, ...descendants(child.pid ?? 0)]);
         break;
       }
     } catch {}
@@ -105,7 +127,7 @@ async function startOnce(root: string, launcher: Launcher, env: Record<string, s
   }
   process.kill(-(child.pid ?? 0), 'SIGTERM');
   await exited;
-  return { seconds, rss };
+  return { seconds, cpuSeconds, rss };
 }
 
 async function withAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
@@ -179,8 +201,8 @@ async function main() {
           try {
             for (const kind of ['fresh', 'reopen'] as const) {
               const idle = launcher === 'npm start' ? IDLE_MS : 0;
-              const { seconds, rss } = await startOnce(tree.root, launcher, target.env, idle);
-              const sample = { tree: tree.name, db, launcher, kind, round, seconds, rssMb: rss };
+              const { seconds, cpuSeconds, rss } = await startOnce(tree.root, launcher, target.env, idle);
+              const sample = { tree: tree.name, db, launcher, kind, round, seconds, cpuSeconds, rssMb: rss };
               samples.push(sample);
               console.log(JSON.stringify(sample));
             }
@@ -207,6 +229,9 @@ async function main() {
             `| ${db} | ${kind} | \`${launcher}\` | ${tree.name} | ${fmt(
               got.map((s) => s.seconds),
               2,
+            )} | ${fmt(
+              got.map((s) => s.cpuSeconds),
+              2,
             )} | ${fmt(rss, 0)} |`,
           );
         }
@@ -216,7 +241,11 @@ async function main() {
             median((after ?? []).map((s) => s.seconds)) / median((before ?? []).map((s) => s.seconds));
           const rssOf = (xs: Sample[] = []) => median(xs.flatMap((s) => (s.rssMb === null ? [] : [s.rssMb])));
           const mem = launcher === 'npm start' ? (rssOf(after) / rssOf(before)).toFixed(2) : '';
-          ratioRows.push(`| ${db} | ${kind} | \`${launcher}\` | ${time.toFixed(2)} | ${mem} |`);
+          const cpuOf = (xs: Sample[] = []) => median(xs.map((s) => s.cpuSeconds));
+          const cpu = cpuOf(after) / cpuOf(before);
+          ratioRows.push(
+            `| ${db} | ${kind} | \`${launcher}\` | ${time.toFixed(2)} | ${cpu.toFixed(2)} | ${mem} |`,
+          );
         }
       }
       // npm's own share: the median of `npm start` minus the median of `node bin/hostplane.js`.
@@ -238,14 +267,14 @@ async function main() {
     `uptime before: \`${uptimeBefore}\` · after: \`${execFileSync('uptime').toString().trim()}\` · ` +
       `1-min load average at the end of each round: ${loads.map((l) => l.toFixed(1)).join(', ')}`,
     '',
-    `| database | start | command | tree | seconds min / **median** / max | RSS MB ${IDLE_MS / 1000} s after, min / **median** / max |`,
-    '|---|---|---|---|---:|---:|',
+    `| database | start | command | tree | seconds min / **median** / max | CPU seconds to that answer | RSS MB ${IDLE_MS / 1000} s after, min / **median** / max |`,
+    '|---|---|---|---|---:|---:|---:|',
     ...rows,
     '',
     ...(ratioRows.length
       ? [
-          '| database | start | command | after / before, median seconds | after / before, median RSS |',
-          '|---|---|---|---:|---:|',
+          '| database | start | command | after / before, median seconds | after / before, median CPU seconds | after / before, median RSS |',
+          '|---|---|---|---:|---:|---:|',
           ...ratioRows,
           '',
         ]
