@@ -252,8 +252,10 @@ async function main() {
       for (const tree of trees) {
         const viaNpm = median(pick(tree.name, db, 'npm start', kind).map((s) => s.seconds));
         const direct = median(pick(tree.name, db, 'node bin/hostplane.js', kind).map((s) => s.seconds));
+        const cpuNpm = median(pick(tree.name, db, 'npm start', kind).map((s) => s.cpuSeconds));
+        const cpuDirect = median(pick(tree.name, db, 'node bin/hostplane.js', kind).map((s) => s.cpuSeconds));
         rows.push(
-          `| ${db} | ${kind} | npm's share (difference of medians) | ${tree.name} | ${(viaNpm - direct).toFixed(2)} | |`,
+          `| ${db} | ${kind} | npm's share (difference of medians) | ${tree.name} | ${(viaNpm - direct).toFixed(2)} | ${(cpuNpm - cpuDirect).toFixed(2)} | |`,
         );
       }
     }
