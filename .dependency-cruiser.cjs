@@ -27,7 +27,9 @@ module.exports = {
         'src/http/ is the shared HTTP layer (auth hooks, error renderer, pagination, Location, ETag): ' +
         'modules build on it, never the other way round. It knows no module and not the services.',
       from: { path: '^src/http/' },
-      to: { path: ['^src/modules/', '^src/services\\.ts$', '^src/app\\.ts$', '^src/main\\.ts$'] },
+      to: {
+        path: ['^src/modules/', '^src/services\\.ts$', '^src/routes\\.ts$', '^src/app\\.ts$', '^src/main\\.ts$'],
+      },
     },
     {
       name: 'db-only-config',
@@ -57,6 +59,16 @@ module.exports = {
       to: { path: '^src/modules/[^/]+/[^/]+\\.repo\\.ts$', pathNot: '^src/modules/$1/' },
     },
     {
+      name: 'operations-below-installs',
+      severity: 'error',
+      comment:
+        'Installs start operations (provisioning, copies), so operations sit below installs: ' +
+        'modules/operations names what it reads of an install (InstallLookup, InstallRef) and never ' +
+        'imports modules/installs, not even a type (no module-level cycle).',
+      from: { path: '^src/modules/operations/' },
+      to: { path: '^src/modules/installs/' },
+    },
+    {
       name: 'repo-only-from-its-module',
       severity: 'error',
       comment:
@@ -79,8 +91,8 @@ module.exports = {
       severity: 'error',
       comment:
         'decisions.md #27: a hosting driver keeps its own state, reached only through its own repo ' +
-        'files (drivers/*.repo.ts). The driver interface knows no database.',
-      from: { path: '^src/drivers/', pathNot: '^src/drivers/[^/]+\\.repo\\.ts$' },
+        'files (drivers/<driver>/*.repo.ts). The driver interface knows no database.',
+      from: { path: '^src/drivers/', pathNot: '^src/drivers/.+\\.repo\\.ts$' },
       to: {
         path: '^src/db/',
         pathNot: [
@@ -91,6 +103,16 @@ module.exports = {
           '^src/db/transaction\\.ts$',
         ],
       },
+    },
+    {
+      name: 'no-foreign-driver-repo',
+      severity: 'error',
+      comment:
+        "A driver never imports another driver's repository: each keeps its own state (decisions.md " +
+        '#27). What one driver lends another (the local driver issues certificates with the simulated ' +
+        "driver's CA) is handed over by the composition root.",
+      from: { path: '^src/drivers/([^/]+)/' },
+      to: { path: '^src/drivers/[^/]+/[^/]+\\.repo\\.ts$', pathNot: '^src/drivers/$1/' },
     },
     {
       name: 'drivers-not-to-modules',
@@ -116,6 +138,15 @@ module.exports = {
         'them. A module that needs something of theirs takes it as a dependency.',
       from: { path: '^src/', pathNot: ['^src/cli\\.ts$', '^src/main\\.ts$'] },
       to: { path: ['^src/main\\.ts$', '^src/app\\.ts$'] },
+    },
+    {
+      name: 'only-the-app-imports-the-route-table',
+      severity: 'error',
+      comment:
+        'src/routes.ts is the table of every routes plugin; app.ts registers it. Nothing else mounts ' +
+        'routes (a module exports its plugin and the table names it).',
+      from: { path: '^(src|test|bench|scripts)/', pathNot: ['^src/app\\.ts$'] },
+      to: { path: '^src/routes\\.ts$' },
     },
     {
       name: 'src-not-to-test',

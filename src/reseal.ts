@@ -1,7 +1,7 @@
 import type { Database } from './db/client.js';
 import { withTransaction } from './db/transaction.js';
-import { resealLocalSecrets } from './drivers/local.js';
-import { resealSimulatedSecrets } from './drivers/simulated.js';
+import { resealLocalSecrets } from './drivers/local/driver.js';
+import { resealSimulatedSecrets } from './drivers/simulated/driver.js';
 import { resealCertificateKeys } from './modules/certificates/certificates.service.js';
 import { createResealer } from './secrets.js';
 

@@ -655,7 +655,7 @@ export const simulatedCa = pgTable('simulated_ca', {
   created_at: createdAt(),
 });
 
-// Issue 16: the local hosting driver (drivers/local.ts): its installs and its keyed work.
+// Issue 16: the local hosting driver (drivers/local/): its installs and its keyed work.
 
 /**
  * An install the local driver hosts: its MariaDB account, the password sealed (secrets.ts, context

@@ -9,7 +9,7 @@ import mysql from 'mysql2/promise';
 /** The MariaDB server of these machines (scripts/test.sh starts it); TEST_MARIADB_URL overrides it. */
 export const MARIADB_URL = process.env.TEST_MARIADB_URL ?? 'mysql://root@127.0.0.1:3306';
 
-/** What the local driver adds to the interface (drivers/local.ts), for assertions. */
+/** What the local driver adds to the interface (drivers/local/), for assertions. */
 export interface LocalDriverProbe {
   countCompleted(installId: string, operation: string): Promise<number>;
   accountOf(installId: string): Promise<{ db_name: string; db_user: string; password: string } | null>;

@@ -1,7 +1,7 @@
 import { createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
 import type * as X509 from '@peculiar/x509';
-import type { Db } from '../db/client.js';
-import type { SecretBox } from '../secrets.js';
+import type { Db } from '../../db/client.js';
+import type { SecretBox } from '../../secrets.js';
 import { findCa, insertCa } from './simulated.repo.js';
 
 /**

@@ -1,6 +1,6 @@
 import { and, count, eq, gt, sql } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { simulatedCa, simulatedFaults, simulatedInstalls, simulatedTasks } from '../db/schema.js';
+import type { Db } from '../../db/client.js';
+import { simulatedCa, simulatedFaults, simulatedInstalls, simulatedTasks } from '../../db/schema.js';
 
 export interface SimulatedState {
   wp_version: string | null;
@@ -117,7 +117,7 @@ export function listFaults(db: Db) {
     .orderBy(simulatedFaults.operation);
 }
 
-/** The simulated certificate authority (one row; drivers/simulated-ca.ts). */
+/** The simulated certificate authority (one row; drivers/simulated/ca.ts). */
 export async function findCa(db: Db, id: string) {
   const [row] = await db.select().from(simulatedCa).where(eq(simulatedCa.id, id));
   return row ?? null;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { installSlug, keySlug } from './local.files.js';
-import { createLimiter } from './local.limiter.js';
-import { ident, tableIdent } from './local.mariadb.js';
+import { ident, tableIdent } from './database.js';
+import { installSlug, keySlug } from './files.js';
+import { createLimiter } from './limiter.js';
 
 describe('local driver names (issue 16): nothing unchecked reaches a path or an SQL identifier', () => {
   it('derives hp_<hex> from an install id and refuses anything else', () => {

@@ -1,6 +1,6 @@
 import { and, count, eq } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { localInstalls, localTasks } from '../db/schema.js';
+import type { Db } from '../../db/client.js';
+import { localInstalls, localTasks } from '../../db/schema.js';
 
 export interface LocalInstallRow {
   install_id: string;

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Clock } from '../clock.js';
-import type { Db } from '../db/client.js';
-import type { Resealer, SecretBox } from '../secrets.js';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/client.js';
+import type { Resealer, SecretBox } from '../../secrets.js';
 import {
   type ArchiveSource,
   type CallContext,
@@ -14,12 +14,12 @@ import {
   type HostingDriver,
   type InstallRef,
   type Snapshot,
-} from './driver.js';
-import * as files from './local.files.js';
-import { createLimiter } from './local.limiter.js';
-import type { MariaDb } from './local.mariadb.js';
+} from '../driver.js';
+import { tarGz } from '../tar.js';
+import type { MariaDb } from './database.js';
+import * as files from './files.js';
+import { createLimiter } from './limiter.js';
 import * as repo from './local.repo.js';
-import { tarGz } from './tar.js';
 
 export interface LocalDriverDeps {
   db: Db;

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Clock } from '../clock.js';
-import type { Db } from '../db/client.js';
-import { withTransaction } from '../db/transaction.js';
-import type { Resealer, SecretBox } from '../secrets.js';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/client.js';
+import { withTransaction } from '../../db/transaction.js';
+import type { Resealer, SecretBox } from '../../secrets.js';
 import {
   type ArchiveSource,
   type CallContext,
@@ -14,10 +14,10 @@ import {
   type HostingDriver,
   type InstallRef,
   type Snapshot,
-} from './driver.js';
+} from '../driver.js';
+import { tarGz } from '../tar.js';
+import { CA_KEY_CONTEXT, issueSimulatedCertificate } from './ca.js';
 import * as repo from './simulated.repo.js';
-import { CA_KEY_CONTEXT, issueSimulatedCertificate } from './simulated-ca.js';
-import { tarGz } from './tar.js';
 
 export interface SimulatedDriverDeps {
   db: Db;
