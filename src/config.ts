@@ -58,6 +58,11 @@ export interface Config {
    * of rendered GET bodies, kept only while the data versions they were rendered under hold.
    */
   readonly readCache: { readonly entries: number; readonly bytes: number };
+  /**
+   * `IDEMPOTENCY_TTL_HOURS`, default 24 (1 to 720): how long an `Idempotency-Key` and the response it
+   * replays are kept (issue 22, http/idempotency.ts).
+   */
+  readonly idempotencyTtlHours: number;
   /** TXT lookups of domain verification (D7). */
   readonly dns: {
     /** `DNS_SERVERS`, default empty (the system resolvers): comma-separated `ip[:port]` / `[ipv6]:port`. */
@@ -359,6 +364,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     installDomain,
     authCacheSeconds: intVar(env, 'AUTH_CACHE_SECONDS', 10, 0, 3600, problems),
+    idempotencyTtlHours: intVar(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 720, problems),
     readCache: Object.freeze({
       entries: intVar(env, 'READ_CACHE_ENTRIES', 2000, 0, 1_000_000, problems),
       bytes: intVar(env, 'READ_CACHE_MB', 64, 1, 4096, problems) * 1024 * 1024,
