@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { Errors } from '../errors.js';
+import { ErrorSchema, errorResponses, ValidationErrorSchema } from './schemas.js';
 
 /**
  * Issue 22: `Idempotency-Key` on every POST, PATCH and DELETE of a scope (the semantics Stripe
@@ -232,11 +233,10 @@ function documentIdempotency({ schema, url }: { schema?: Schema; url: string }) 
   if (!schema) return { schema, url };
   const headers = (schema.headers as Schema | undefined) ?? { type: 'object', properties: {} };
   const response = { ...((schema.response as Record<string, Schema> | undefined) ?? {}) };
-  // The errors of the key itself, in the shapes every route already answers errors with.
-  const validation = response['400'];
-  const plain = response['404'] ?? response['401'];
-  if (!response['422'] && validation) response['422'] = { ...validation, ...REUSED_DOC };
-  if (!response['409'] && plain) response['409'] = { ...plain, ...IN_USE_DOC };
+  // The errors of the key itself, in the shapes every route answers errors with (400: an invalid key).
+  if (!response['400']) response['400'] = errorResponses(400)[400] as Schema;
+  if (!response['422']) response['422'] = { ...ValidationErrorSchema, ...REUSED_DOC };
+  if (!response['409']) response['409'] = { ...ErrorSchema, ...IN_USE_DOC };
   for (const [status, value] of Object.entries(response)) {
     const code = Number(status);
     if (code >= 500 || code === 401 || code === 429) continue;

@@ -75,9 +75,9 @@ describe('Idempotency-Key', () => {
     const key = newKey();
     const foreign = { name: 'Nowhere', account_id: (await f.account()).id };
     const first = await withKey(user.client, 'POST', '/v1/sites', key, foreign);
-    assert.equal(first.status, 404);
+    assertErrorBody(first, 400);
     const again = await withKey(user.client, 'POST', '/v1/sites', key, foreign);
-    assert.equal(again.status, 404);
+    assertErrorBody(again, 400);
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.deepEqual(again.body, first.body);
   });
@@ -143,7 +143,8 @@ describe('Idempotency-Key', () => {
     const { account, user } = await owner();
     const key = newKey();
     const body = { name: 'Taken over', account_id: account.id };
-    // What a process that claimed the key and then died leaves behind.
+    // What a process that claimed the key and then died leaves behind (its clock is this one's).
+    other.clock.set(t.clock.now());
     const fingerprint = requestFingerprint({
       method: 'POST',
       route: '/v1/sites',
@@ -268,12 +269,14 @@ describe('Idempotency-Key', () => {
     assert.equal(rb.status, 201);
     assert.equal(rb.headers['idempotent-replayed'], undefined);
     assert.notEqual(ra.body.id, rb.body.id);
-    // Even with A's very request, B runs it as B (a 404: not B's account), never A's stored 201.
-    const cross = await withKey(b.user.client, 'POST', '/v1/sites', newKey(), {
-      name: 'A',
-      account_id: a.account.id,
-    });
-    assert.equal(cross.status, 404);
+    // A's very request under A's key, sent by B: B's keys are B's own, so it runs as B (a 400: not B's
+    // account) and never answers A's stored 201.
+    const k3 = newKey();
+    const bodyA = { name: 'A2', account_id: a.account.id };
+    assert.equal((await withKey(a.user.client, 'POST', '/v1/sites', k3, bodyA)).status, 201);
+    const cross = await withKey(b.user.client, 'POST', '/v1/sites', k3, bodyA);
+    assertErrorBody(cross, 400);
+    assert.equal(cross.headers['idempotent-replayed'], undefined);
     const same = await withKey(b.user.client, 'POST', '/v1/sites', key, {
       name: 'B',
       account_id: b.account.id,

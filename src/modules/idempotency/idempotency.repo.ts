@@ -1,5 +1,5 @@
-import { and, eq, inArray, lte, or, sql } from 'drizzle-orm';
-import type { Db, RowOf } from '../../db/client.js';
+import { and, eq, lte, or, sql } from 'drizzle-orm';
+import { type Db, queryRows, type RowOf } from '../../db/client.js';
 import { idempotencyKeys } from '../../db/schema.js';
 
 // Issue 22: the claims and stored responses of Idempotency-Key. Every statement runs on its own
@@ -122,21 +122,17 @@ export async function releaseClaim(db: Db, scope: string, key: string, token: st
 
 /** Deletes up to `limit` expired keys, oldest first; answers how many. */
 export async function deleteExpired(db: Db, now: Date, limit: number): Promise<number> {
-  const expired = db
-    .select({ key: sql`(${idempotencyKeys.scope}, ${idempotencyKeys.key})` })
-    .from(idempotencyKeys)
-    .where(lte(idempotencyKeys.expires_at, now))
-    .orderBy(idempotencyKeys.expires_at)
-    .limit(limit);
-  const rows = await db
-    .delete(idempotencyKeys)
-    // Checked again on the row itself: a key claimed afresh since the subquery read it is kept.
-    .where(
-      and(
-        inArray(sql`(${idempotencyKeys.scope}, ${idempotencyKeys.key})`, expired),
-        lte(idempotencyKeys.expires_at, now),
-      ),
-    )
-    .returning({ key: idempotencyKeys.key });
+  const at = now.toISOString();
+  // The expiry is checked again on the row itself: a key claimed afresh since the subquery read it
+  // (a new expiry) is kept.
+  const rows = await queryRows<{ key: string }>(
+    db,
+    sql`delete from idempotency_keys
+        where (scope, key) in (
+          select scope, key from idempotency_keys
+          where expires_at <= ${at}::timestamptz order by expires_at limit ${limit})
+        and expires_at <= ${at}::timestamptz
+        returning key`,
+  );
   return rows.length;
 }

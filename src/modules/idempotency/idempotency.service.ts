@@ -74,7 +74,8 @@ export function createIdempotencyService({
   async function sweepIfDue(now: Date) {
     if (now.getTime() - lastSweep < sweepEveryMs) return;
     lastSweep = now.getTime();
-    await repo.deleteExpired(db, now, sweepBatch);
+    // Housekeeping only: a failed sweep must not fail the request that claimed (the next one retries).
+    await repo.deleteExpired(db, now, sweepBatch).catch(() => 0);
   }
 
   async function tryClaim(scope: string, key: string, fingerprint: string): Promise<Claim | null> {
