@@ -14,12 +14,14 @@ import type { Config } from './config.js';
 import { type Database, ping } from './db/client.js';
 import { Errors } from './errors.js';
 import { adminAuthHook, basicAuthHook, callerOf, parseBasic } from './http/auth.js';
+import { httpEdge } from './http/edge.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { etagHook } from './http/etag.js';
 import { useIdempotencyKeys } from './http/idempotency.js';
 import { installInputGuard } from './http/input.js';
 import { lazySchemaCompilers } from './http/lazy-schemas.js';
 import { CACHED_OPERATIONS, createReadCache, type ReadCache } from './http/read-cache.js';
+import { boundedCheck, probeTimeoutMs } from './http/readiness.js';
 import { metricsRoutes } from './modules/metrics/metrics.routes.js';
 import type { Metrics } from './modules/metrics/metrics.service.js';
 import { healthRoutes } from './modules/system/system.routes.js';
@@ -76,8 +78,11 @@ function trustProxyOption(trust: Config['trustProxy']) {
 /** The one place the HTTP application is assembled; everything comes in through `deps`. */
 export async function buildApp(deps: AppDeps) {
   const { config, database, services, metrics } = deps;
+  // Issue 20: header/request timeouts, a clean 408, and a refused body read before its 413.
+  const edge = httpEdge(config.http);
   const app = Fastify({
     logger: deps.logger ?? false,
+    ...edge.serverOptions,
     bodyLimit: config.bodyLimitBytes,
     // TRUST_PROXY: only these load balancers' X-Forwarded-* are believed (request.ip, protocol, host).
     trustProxy: trustProxyOption(config.trustProxy),
@@ -96,6 +101,7 @@ export async function buildApp(deps: AppDeps) {
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  edge.install(app);
 
   // Every method and URL the app registers (test/api/security.test.ts checks each one is in its table).
   const routes: { method: string; url: string }[] = [];
@@ -177,7 +183,7 @@ export async function buildApp(deps: AppDeps) {
     config,
     services,
     metrics,
-    databaseReady: () => ping(database.db),
+    databaseReady: boundedCheck(() => ping(database.db), probeTimeoutMs(config.dbBudget)),
     openapi: () => app.swagger(),
   };
   // Issue 22: Idempotency-Key on every POST, PATCH and DELETE behind a credential, per caller.
@@ -236,10 +242,17 @@ export type { FastifyInstance };
 export async function buildProbeApp(
   deps: Pick<AppDeps, 'config' | 'database' | 'logger'> & { metrics: Metrics },
 ) {
-  const app = Fastify({ logger: deps.logger ?? false }).withTypeProvider<TypeBoxTypeProvider>();
+  const edge = httpEdge(deps.config.http);
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    ...edge.serverOptions,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  edge.install(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
-  await app.register(healthRoutes(() => ping(deps.database.db)));
+  // Issue 20 defect 4: the worker's ping runs on the background pool (long budgets): bounded here.
+  const ready = boundedCheck(() => ping(deps.database.db), probeTimeoutMs(deps.config.dbBudget));
+  await app.register(healthRoutes(ready));
   await app.register(metricsRoutes(deps.metrics, deps.config.metricsToken));
   return app;
 }

@@ -177,10 +177,11 @@ function skipEmptyQueues(queue: JobQueue, database: Database) {
     );
     return new Set(rows.map((r) => r.name));
   };
-  const filtered: Pick<JobQueue, 'fetch' | 'complete' | 'fail' | 'queueNames'> = {
+  const filtered: Pick<JobQueue, 'fetch' | 'complete' | 'fail' | 'release' | 'queueNames'> = {
     queueNames: () => queue.queueNames(),
     complete: (...args) => queue.complete(...args),
     fail: (...args) => queue.fail(...args),
+    release: (...args) => queue.release(...args),
     async fetch(name, batchSize, options) {
       ready ??= await readyQueues();
       if (!ready.has(name)) return [];
