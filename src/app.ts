@@ -13,10 +13,11 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { type Database, ping } from './db/client.js';
 import { Errors } from './errors.js';
-import { adminAuthHook, basicAuthHook, parseBasic } from './http/auth.js';
+import { adminAuthHook, basicAuthHook, callerOf, parseBasic } from './http/auth.js';
 import { httpEdge } from './http/edge.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { etagHook } from './http/etag.js';
+import { useIdempotencyKeys } from './http/idempotency.js';
 import { installInputGuard } from './http/input.js';
 import { lazySchemaCompilers } from './http/lazy-schemas.js';
 import { CACHED_OPERATIONS, createReadCache, type ReadCache } from './http/read-cache.js';
@@ -116,6 +117,7 @@ export async function buildApp(deps: AppDeps) {
   app.decorateRequest('caller', null);
   app.decorateRequest('readCache', null);
   app.decorateRequest('bodyValidUntil', null);
+  app.decorateRequest('idempotency', null);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -186,6 +188,12 @@ export async function buildApp(deps: AppDeps) {
     databaseReady: boundedCheck(() => ping(database.db), probeTimeoutMs(config.dbBudget)),
     openapi: () => app.swagger(),
   };
+  // Issue 22: Idempotency-Key on every POST, PATCH and DELETE behind a credential, per caller.
+  const idempotency = (scopeOf: (request: FastifyRequest) => string) => ({
+    store: services.idempotency,
+    scopeOf,
+    onOutcome: metrics.idempotency,
+  });
   // The table of every route (routes.ts); each guard sets up its group's scope.
   await registerRoutes(app, ctx, {
     public: () => {},
@@ -193,8 +201,18 @@ export async function buildApp(deps: AppDeps) {
       // Added per route, after the rate limiter's own hook, so failed logins are rate limited too.
       appendOnRequest(v1, basicAuthHook(services.authenticator));
       if (readCache) cacheListedGets(v1, readCache);
+      useIdempotencyKeys(
+        v1,
+        idempotency((request) => `user:${callerOf(request).userId}`),
+      );
     },
-    admin: (admin) => appendOnRequest(admin, adminAuthHook(deps.adminToken, config.adminTokenPrevious)),
+    admin: (admin) => {
+      appendOnRequest(admin, adminAuthHook(deps.adminToken, config.adminTokenPrevious));
+      useIdempotencyKeys(
+        admin,
+        idempotency(() => 'admin'),
+      );
+    },
   });
 
   return Object.assign(app, { services, routes, readCache, metrics }) as typeof app & {

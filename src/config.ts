@@ -60,6 +60,11 @@ export interface Config {
    * of rendered GET bodies, kept only while the data versions they were rendered under hold.
    */
   readonly readCache: { readonly entries: number; readonly bytes: number };
+  /**
+   * `IDEMPOTENCY_TTL_HOURS`, default 24 (1 to 720): how long an `Idempotency-Key` and the response it
+   * replays are kept (issue 22, http/idempotency.ts).
+   */
+  readonly idempotencyTtlHours: number;
   /** TXT lookups of domain verification (D7). */
   readonly dns: {
     /** `DNS_SERVERS`, default empty (the system resolvers): comma-separated `ip[:port]` / `[ipv6]:port`. */
@@ -438,6 +443,7 @@ export function loadConfig(env: Env = process.env): Config {
       failuresPerIpUser: intVar(env, 'AUTH_FAILURES_PER_IP_USER', 5, 0, 1_000_000, problems),
       failuresPerUser: intVar(env, 'AUTH_FAILURES_PER_USER', 100, 0, 1_000_000, problems),
     }),
+    idempotencyTtlHours: intVar(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 720, problems),
     readCache: Object.freeze({
       entries: intVar(env, 'READ_CACHE_ENTRIES', 2000, 0, 1_000_000, problems),
       bytes: intVar(env, 'READ_CACHE_MB', 64, 1, 4096, problems) * 1024 * 1024,

@@ -16,7 +16,9 @@ export type ErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'conflict'
+  | 'idempotency_key_in_use'
   | 'unprocessable'
+  | 'idempotency_key_reused'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'rate_limited'
@@ -36,12 +38,14 @@ export function statusOf(code: ErrorCode): number {
     case 'not_found':
       return 404;
     case 'conflict':
+    case 'idempotency_key_in_use':
       return 409;
     case 'payload_too_large':
       return 413;
     case 'unsupported_media_type':
       return 415;
     case 'unprocessable':
+    case 'idempotency_key_reused':
       return 422;
     case 'rate_limited':
       return 429;
@@ -118,5 +122,21 @@ export const Errors = {
   busy: (message: string, retryAfterSeconds: number) =>
     new AppError('unavailable', message, [], { 'retry-after': String(retryAfterSeconds) }),
   badUpstream: (message: string) => new AppError('bad_upstream', message),
+  /** Issue 22: the Idempotency-Key was used with another request (method, path, query or body). */
+  idempotencyKeyReused: () => {
+    const message =
+      'This Idempotency-Key was already used with another request (method, path, query or body); use a new key';
+    return new AppError('idempotency_key_reused', message, [
+      fieldError('request', 'Idempotency-Key', 'invalid_value', message, 'idempotency_key_reused'),
+    ]);
+  },
+  /** Issue 22: the first request with this Idempotency-Key is still running. */
+  idempotencyKeyInUse: (retryAfterSeconds: number) =>
+    new AppError(
+      'idempotency_key_in_use',
+      `A request with this Idempotency-Key is still running; retry in ${retryAfterSeconds} seconds`,
+      [],
+      { 'retry-after': String(retryAfterSeconds) },
+    ),
   internal: () => new AppError('internal', 'Internal Server Error'),
 };

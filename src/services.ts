@@ -31,6 +31,7 @@ import {
   createDomainStatusService,
 } from './modules/domains/domains.status.service.js';
 import { createTxtResolver } from './modules/domains/txt-resolver.js';
+import { createIdempotencyService } from './modules/idempotency/idempotency.service.js';
 import { createInstallCopyService } from './modules/installs/installs.copy.service.js';
 import {
   createDeprovisioning,
@@ -200,9 +201,12 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     driver: hosting,
     signer: createSigner(secretKey, 'archive-download'),
   });
+  // Issue 22: Idempotency-Key claims and stored responses (used by the HTTP hooks, http/idempotency.ts).
+  const idempotency = createIdempotencyService({ db, clock, ttlHours: config.idempotencyTtlHours });
   return {
     clock,
     authenticator,
+    idempotency,
     accounts,
     sites,
     installs,

@@ -693,6 +693,36 @@ export const localTasks = pgTable(
   (t) => [index('local_tasks_install_id_idx').on(t.install_id)],
 );
 
+// Issue 22: Idempotency-Key (http/idempotency.ts, modules/idempotency/).
+
+/**
+ * One Idempotency-Key of one caller (`scope`: the user id, or `admin`): claimed (`running`, with the
+ * claimer's `token`) before the route runs, then holding the response to replay (`done`). A claim
+ * whose `locked_at` is older than the lock timeout was left by a crashed process and may be taken
+ * over; rows past `expires_at` are swept (docs/decisions.md).
+ */
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    scope: text('scope').notNull(),
+    key: text('key').notNull(),
+    /** SHA-256 (hex) of method, route, params, query and body in a canonical form. */
+    fingerprint: text('fingerprint').notNull(),
+    status: text('status').$type<'running' | 'done'>().notNull(),
+    token: uuid('token').notNull(),
+    locked_at: at('locked_at'),
+    response_status: integer('response_status'),
+    response_headers: jsonb('response_headers').$type<Record<string, string>>(),
+    response_body: text('response_body'),
+    created_at: at('created_at').notNull(),
+    expires_at: at('expires_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.scope, t.key] }),
+    index('idempotency_keys_expires_at_idx').on(t.expires_at),
+  ],
+);
+
 export const schema = {
   accounts,
   users,
@@ -725,4 +755,5 @@ export const schema = {
   simulatedCa,
   localInstalls,
   localTasks,
+  idempotencyKeys,
 };

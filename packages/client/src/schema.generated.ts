@@ -1866,7 +1866,10 @@ export interface operations {
     createSite: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1886,6 +1889,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1918,6 +1923,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1950,6 +1957,22 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1962,6 +1985,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1974,12 +1999,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -2161,7 +2210,10 @@ export interface operations {
     deleteSite: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site_id: string;
             };
@@ -2172,6 +2224,8 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2179,6 +2233,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2211,6 +2267,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2223,12 +2281,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -2273,7 +2369,10 @@ export interface operations {
     updateSite: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site_id: string;
             };
@@ -2293,6 +2392,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2325,6 +2426,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2357,6 +2460,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2369,6 +2474,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2381,6 +2502,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2393,12 +2516,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -2566,7 +2713,10 @@ export interface operations {
     createInstall: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2586,6 +2736,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2621,6 +2773,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2653,6 +2807,22 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2665,6 +2835,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2677,12 +2849,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -2867,7 +3063,10 @@ export interface operations {
     deleteInstall: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -2878,6 +3077,8 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2885,6 +3086,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2917,6 +3120,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2929,12 +3134,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -2979,7 +3222,10 @@ export interface operations {
     updateInstall: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -2998,6 +3244,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3033,6 +3281,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3065,6 +3315,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3077,6 +3329,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3089,6 +3357,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3101,12 +3371,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -3317,7 +3611,10 @@ export interface operations {
     createDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -3339,6 +3636,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3389,6 +3688,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3421,6 +3722,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3433,6 +3736,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3445,6 +3764,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3457,12 +3778,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -3507,7 +3852,10 @@ export interface operations {
     createBulkDomains: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -3531,6 +3879,8 @@ export interface operations {
             /** @description The created domains, in request order */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3583,6 +3933,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3615,6 +3967,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3627,6 +3981,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3639,6 +4009,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3651,12 +4023,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -3837,7 +4233,10 @@ export interface operations {
     deleteDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
                 domain_id: string;
@@ -3849,6 +4248,8 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3856,6 +4257,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3888,6 +4291,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3900,12 +4305,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -3950,7 +4393,10 @@ export interface operations {
     updateDomain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
                 domain_id: string;
@@ -3973,6 +4419,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4023,6 +4471,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4055,6 +4505,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4067,6 +4519,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4079,6 +4547,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4091,12 +4561,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -4141,7 +4635,10 @@ export interface operations {
     verifyDomainTxtRecord: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
                 domain_id: string;
@@ -4153,6 +4650,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4203,6 +4702,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4235,6 +4736,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4247,6 +4750,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4259,6 +4778,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4271,12 +4792,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -4333,7 +4878,10 @@ export interface operations {
     importThirdPartySSLCertificate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -4353,6 +4901,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4405,6 +4955,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4437,6 +4989,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4449,6 +5003,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4461,6 +5031,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4473,12 +5045,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -4855,7 +5451,10 @@ export interface operations {
     createDomainCertificateOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
                 domain_id: string;
@@ -4883,6 +5482,8 @@ export interface operations {
                 headers: {
                     /** @description Absolute URL of the operation (GET /v1/operations/{id}) */
                     location?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4910,6 +5511,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4942,6 +5545,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4954,6 +5559,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4966,6 +5587,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4978,12 +5601,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -5279,7 +5926,10 @@ export interface operations {
     copyInstall: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5315,6 +5965,8 @@ export interface operations {
                 headers: {
                     /** @description Absolute URL of the operation (GET /v1/operations/{id}) */
                     location?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5342,6 +5994,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5374,6 +6028,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5386,6 +6042,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5398,6 +6070,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5410,12 +6084,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -5607,7 +6305,10 @@ export interface operations {
     createBackup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -5628,6 +6329,8 @@ export interface operations {
                 headers: {
                     /** @description Absolute URL of the operation (GET /v1/operations/{id}) */
                     location?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5647,6 +6350,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5679,6 +6384,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5691,6 +6398,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5703,6 +6426,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5715,12 +6440,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -5890,7 +6639,10 @@ export interface operations {
     restoreBackup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
                 backup_id: string;
@@ -5918,6 +6670,8 @@ export interface operations {
                 headers: {
                     /** @description Absolute URL of the operation (GET /v1/operations/{id}) */
                     location?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5945,6 +6699,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5977,6 +6733,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5989,6 +6747,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6001,6 +6775,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6013,12 +6789,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -6075,7 +6875,10 @@ export interface operations {
     refreshEnvironmentDiskUsage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -6086,6 +6889,8 @@ export interface operations {
             /** @description OK; the body is always null (M7) */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6093,6 +6898,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6125,6 +6932,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6137,12 +6946,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -6199,7 +7046,10 @@ export interface operations {
     refreshAccountDiskUsage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 account_id: string;
             };
@@ -6210,6 +7060,8 @@ export interface operations {
             /** @description OK; the body is always null (M7) */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6217,6 +7069,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6249,6 +7103,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6261,12 +7117,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -7452,7 +8346,10 @@ export interface operations {
     purgeCache: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -7475,6 +8372,8 @@ export interface operations {
                 headers: {
                     /** @description Absolute URL of the operation (GET /v1/operations/{id}) */
                     location?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7502,6 +8401,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7534,6 +8435,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7546,6 +8449,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7558,6 +8477,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7570,12 +8491,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -7766,7 +8711,10 @@ export interface operations {
     createAccountUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 account_id: string;
             };
@@ -7797,6 +8745,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7830,6 +8780,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7862,6 +8814,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7874,6 +8828,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7886,6 +8856,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7898,12 +8870,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -8084,7 +9080,10 @@ export interface operations {
     deleteAccountUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 account_id: string;
                 user_id: string;
@@ -8096,6 +9095,8 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8103,6 +9104,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8135,6 +9138,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8147,12 +9152,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -8197,7 +9240,10 @@ export interface operations {
     updateAccountUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 account_id: string;
                 user_id: string;
@@ -8221,6 +9267,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8254,6 +9302,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8286,6 +9336,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8298,6 +9350,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8310,6 +9378,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8322,12 +9392,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -8480,7 +9574,10 @@ export interface operations {
     createSshKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8496,6 +9593,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8514,6 +9613,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8546,6 +9647,22 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8558,6 +9675,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8570,12 +9689,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -8620,7 +9763,10 @@ export interface operations {
     deleteSshKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 ssh_key_id: string;
             };
@@ -8631,6 +9777,8 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8638,6 +9786,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8670,6 +9820,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8682,12 +9834,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -9105,7 +10295,10 @@ export interface operations {
     createSiteReportSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9151,6 +10344,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9162,6 +10357,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9194,6 +10391,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9206,6 +10405,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9218,6 +10433,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9230,12 +10447,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -9280,7 +10521,10 @@ export interface operations {
     deleteSiteReportSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The schedule (its uuid) */
                 schedule_id: string;
@@ -9292,6 +10536,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9303,6 +10549,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9335,6 +10583,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9347,12 +10597,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -9397,7 +10685,10 @@ export interface operations {
     updateSiteReportSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The schedule (its uuid) */
                 schedule_id: string;
@@ -9441,6 +10732,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9452,6 +10745,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9484,6 +10779,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9496,6 +10793,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9508,6 +10821,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9520,12 +10835,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -9949,7 +11288,10 @@ export interface operations {
     updateOffloadSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -9978,6 +11320,8 @@ export interface operations {
             /** @description Accepted: the stored settings */
             202: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10000,6 +11344,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10032,6 +11378,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10044,6 +11392,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10056,6 +11420,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10068,12 +11434,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -10118,7 +11508,10 @@ export interface operations {
     patchOffloadSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -10147,6 +11540,8 @@ export interface operations {
             /** @description Accepted: the stored settings */
             202: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10169,6 +11564,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10201,6 +11598,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10213,6 +11612,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10225,6 +11640,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10237,12 +11654,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -10551,7 +11992,10 @@ export interface operations {
     checkStatus: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
                 domain_id: string;
@@ -10563,12 +12007,36 @@ export interface operations {
             /** @description Accepted: the report id to ask about */
             202: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** Format: uuid */
                         report_id: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -10587,6 +12055,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10599,12 +12069,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -11052,7 +12560,10 @@ export interface operations {
     createSiteTransfer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site_id: string;
             };
@@ -11082,6 +12593,8 @@ export interface operations {
                 headers: {
                     /** @description Absolute URL of the operation (GET /v1/operations/{id}) */
                     location?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11109,6 +12622,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11141,6 +12656,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11153,6 +12670,8 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11165,6 +12684,8 @@ export interface operations {
             /** @description Conflict */
             409: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11177,6 +12698,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11189,6 +12712,8 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11201,6 +12726,8 @@ export interface operations {
             /** @description Unprocessable Entity */
             422: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11372,7 +12899,10 @@ export interface operations {
     cancelSiteTransfer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site_id: string;
                 transfer_id: string;
@@ -11384,9 +12914,33 @@ export interface operations {
             /** @description Transfer cancelled */
             204: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
             };
             /** @description Authentication Error */
             401: {
@@ -11403,6 +12957,8 @@ export interface operations {
             /** @description Not authorized */
             403: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11415,6 +12971,8 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11427,12 +12985,36 @@ export interface operations {
             /** @description Conflict */
             409: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -11596,7 +13178,10 @@ export interface operations {
     adminCreateAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11617,6 +13202,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11635,6 +13222,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11664,9 +13253,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11679,12 +13284,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -11729,7 +13358,10 @@ export interface operations {
     adminCreateUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11755,6 +13387,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11780,6 +13414,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11809,9 +13445,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11824,12 +13476,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -11992,7 +13668,10 @@ export interface operations {
     adminUpdateUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 user_id: string;
             };
@@ -12009,6 +13688,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12034,6 +13715,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12066,6 +13749,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12078,6 +13777,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12090,12 +13791,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -12291,7 +14016,10 @@ export interface operations {
     adminDeleteMembership: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 user_id: string;
                 account_id: string;
@@ -12303,6 +14031,8 @@ export interface operations {
             /** @description Removed */
             204: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -12310,6 +14040,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12342,12 +14074,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -12392,7 +14162,10 @@ export interface operations {
     adminCreateCredential: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 user_id: string;
             };
@@ -12403,6 +14176,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12416,6 +14191,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12448,12 +14225,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -12498,7 +14313,10 @@ export interface operations {
     adminUpdateSite: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 site_id: string;
             };
@@ -12516,6 +14334,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12530,6 +14350,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12562,6 +14384,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12574,6 +14412,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12586,12 +14426,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -12636,7 +14500,10 @@ export interface operations {
     adminUpdateInstall: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 install_id: string;
             };
@@ -12656,6 +14523,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12691,6 +14560,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12723,6 +14594,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12735,6 +14622,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12747,12 +14636,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -12873,7 +14786,10 @@ export interface operations {
     adminMoveClock: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12890,6 +14806,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12907,6 +14825,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12939,6 +14859,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12951,6 +14887,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12963,12 +14901,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -13099,7 +15061,10 @@ export interface operations {
     adminSetFault: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13122,6 +15087,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13137,6 +15104,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13169,6 +15138,22 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13181,6 +15166,8 @@ export interface operations {
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13193,12 +15180,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -13358,7 +15369,10 @@ export interface operations {
     adminIngestUsage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13394,6 +15408,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13406,6 +15422,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13435,9 +15453,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
             /** @description Payload Too Large */
             413: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13450,12 +15484,36 @@ export interface operations {
             /** @description Unsupported Media Type */
             415: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -13641,7 +15699,10 @@ export interface operations {
     adminResetAccountLimits: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 account_id: string;
             };
@@ -13652,6 +15713,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13665,6 +15728,8 @@ export interface operations {
             /** @description Bad Request */
             400: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13697,12 +15762,50 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };

@@ -88,6 +88,13 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
   });
   for (const kind of ['unavailable', 'query', 'connection'] satisfies DatabaseErrorKind[])
     dbErrors.inc({ kind }, 0);
+  const idempotency = new Counter({
+    name: 'hostplane_idempotency_requests_total',
+    help: 'Requests with an Idempotency-Key answered without running: replayed (the stored response), mismatch (422, the key was used with another request), in_use (409, the first is still running)',
+    labelNames: ['outcome'],
+    registers,
+  });
+  for (const outcome of ['replayed', 'mismatch', 'in_use']) idempotency.inc({ outcome }, 0);
   const scrapeErrors = new Counter({
     name: 'hostplane_metrics_query_errors_total',
     help: 'Scrapes whose database gauges could not be read (error or timeout); those gauges are then absent',
@@ -264,6 +271,8 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     },
 
     databaseError,
+    /** Issue 22: a request with an Idempotency-Key that was replayed, refused (422) or in use (409). */
+    idempotency: (outcome: 'replayed' | 'mismatch' | 'in_use') => idempotency.inc({ outcome }),
     /** A pooled connection broke (the pool's error event). */
     connectionError: () => dbErrors.inc({ kind: 'connection' }),
   };
