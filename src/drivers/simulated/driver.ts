@@ -3,20 +3,19 @@ import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
 import type { Resealer, SecretBox } from '../../secrets.js';
-import {
-  type ArchiveSource,
-  type CallContext,
-  type CopyRequest,
-  DRIVER_OPERATIONS,
-  DriverError,
-  type DriverOperation,
-  type DriverResult,
-  type HostingDriver,
-  type InstallRef,
-  type Snapshot,
+import type {
+  ArchiveSource,
+  CallContext,
+  CopyRequest,
+  DriverOperation,
+  DriverResult,
+  HostingDriver,
+  InstallRef,
+  Snapshot,
 } from '../driver.js';
 import { tarGz } from '../tar.js';
 import { CA_KEY_CONTEXT, issueSimulatedCertificate } from './ca.js';
+import { takeInjectedFault } from './faults.js';
 import * as repo from './simulated.repo.js';
 
 export interface SimulatedDriverDeps {
@@ -71,24 +70,6 @@ const dbBytes = (tables: Record<string, number>) => Object.values(tables).reduce
  * first call after it applies the effect once and records the result, later calls return it.
  * Faults from POST /admin/v1/faults make the next calls of an operation fail or hang.
  */
-/**
- * Takes the next injected fault of `operation` (POST /admin/v1/faults), if any: `fail` throws, `hang`
- * never answers until the job's expiry aborts it. The local driver takes them half-way through its
- * work, so tests can kill a worker in the middle of a real backup, restore or copy.
- */
-export async function takeInjectedFault(db: Db, operation: DriverOperation, signal: AbortSignal) {
-  const mode = await repo.takeFault(db, operation);
-  if (mode === 'fail') throw new DriverError(operation, `simulated ${operation} failure (injected fault)`);
-  if (mode === 'hang') {
-    // A hung platform call: it never answers; the job's expiry aborts it.
-    await new Promise<never>((_resolve, reject) => {
-      const give = () => reject(new DriverError(operation, `simulated ${operation} hung (injected fault)`));
-      if (signal.aborted) give();
-      else signal.addEventListener('abort', give, { once: true });
-    });
-  }
-}
-
 export function createSimulatedDriver({ db, clock, durations, secretBox }: SimulatedDriverDeps) {
   const fault = (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal);
 
@@ -248,27 +229,6 @@ function simulatedArchive({ install, backup }: ArchiveSource) {
     ]),
   };
 }
-
-/** POST /admin/v1/faults (test mode): the next `count` calls of `operation` fail or hang. */
-export function createFaultsService({ db, clock }: { db: Db; clock: Clock }) {
-  return {
-    operations: DRIVER_OPERATIONS,
-    async set(input: { operation: DriverOperation; count: number; mode: 'fail' | 'hang' }) {
-      await repo.setFault(db, {
-        operation: input.operation,
-        mode: input.mode,
-        remaining: input.count,
-        created_at: clock.now(),
-      });
-      return repo.listFaults(db);
-    },
-    list: () => repo.listFaults(db),
-    countApplied: (installId: string, operation: DriverOperation) =>
-      repo.countApplied(db, installId, operation),
-  };
-}
-
-export type FaultsService = ReturnType<typeof createFaultsService>;
 
 /** What the key of an issued certificate, stored in its task's result, is sealed for (the call's key). */
 const taskKeyContext = (callKey: string) => `simulated-task:issue_certificate:${callKey}`;
