@@ -1,22 +1,28 @@
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { type CallContext, DriverError, type DriverOperation, type DriverResult } from '../driver.js';
+import { TASK_RESULTS, type TaskResult, taskResults } from '../task-results.js';
 import { createLimiter } from './limiter.js';
 import * as repo from './local.repo.js';
+
+/** What a local task records: the interface's answer for its kind (task-results.ts). */
+type LocalResult<K extends DriverOperation> = TaskResult<typeof TASK_RESULTS, K>;
+const resultOf = taskResults('local', TASK_RESULTS);
 
 /**
  * Runs a keyed call's work once (decisions.md #51): finished work is recorded per key (local_tasks)
  * and a repeated key answers the recorded result; work on one install runs one call at a time in this
  * process (staging names are per install); heavy work (backup, restore, copy) waits for one of
- * LOCAL_MAX_HEAVY_OPERATIONS slots. A failure is a DriverError naming the operation.
+ * LOCAL_MAX_HEAVY_OPERATIONS slots. A failure is a DriverError naming the operation. A recorded result
+ * is checked against its kind's shape before it is answered (a damaged record is refused).
  */
-export type Once = <T>(
-  operation: DriverOperation,
+export type Once = <K extends DriverOperation>(
+  operation: K,
   ctx: CallContext,
   installIds: string[],
-  work: () => Promise<T>,
+  work: () => Promise<LocalResult<K>>,
   isHeavy?: boolean,
-) => Promise<DriverResult<T>>;
+) => Promise<DriverResult<LocalResult<K>>>;
 
 export function createTaskRunner({ db, clock, maxHeavy }: { db: Db; clock: Clock; maxHeavy: number }): Once {
   const heavy = createLimiter(maxHeavy);
@@ -33,19 +39,19 @@ export function createTaskRunner({ db, clock, maxHeavy }: { db: Db; clock: Clock
     }
   }
 
-  return async function once<T>(
-    operation: DriverOperation,
+  return async function once<K extends DriverOperation>(
+    operation: K,
     ctx: CallContext,
     installIds: string[],
-    work: () => Promise<T>,
+    work: () => Promise<LocalResult<K>>,
     isHeavy = false,
-  ): Promise<DriverResult<T>> {
+  ): Promise<DriverResult<LocalResult<K>>> {
     const key = `${operation}:${ctx.key}`;
     const done = await repo.findTask(db, key);
-    if (done) return { done: true, value: done.result as T };
+    if (done) return { done: true, value: resultOf(operation, key, done.result) };
     const guarded = async () => {
       const again = await repo.findTask(db, key);
-      if (again) return again.result as T;
+      if (again) return resultOf(operation, key, again.result);
       const value = isHeavy ? await heavy(ctx.signal, work) : await work();
       await repo.completeTask(db, {
         key,
@@ -57,7 +63,7 @@ export function createTaskRunner({ db, clock, maxHeavy }: { db: Db; clock: Clock
       return value;
     };
     try {
-      const value = await installIds.reduceRight<() => Promise<T>>(
+      const value = await installIds.reduceRight<() => Promise<LocalResult<K>>>(
         (next, id) => () => serial(id, next),
         guarded,
       )();

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { Type } from 'typebox';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
@@ -14,6 +15,7 @@ import type {
   Snapshot,
 } from '../driver.js';
 import { tarGz } from '../tar.js';
+import { TASK_RESULTS, type TaskResult, taskResults } from '../task-results.js';
 import { CA_KEY_CONTEXT, issueSimulatedCertificate } from './ca.js';
 import { takeInjectedFault } from './faults.js';
 import * as repo from './simulated.repo.js';
@@ -26,6 +28,17 @@ export interface SimulatedDriverDeps {
   /** Seals the simulated CA's key and issued keys while they wait in simulated_tasks. */
   secretBox: SecretBox;
 }
+
+/**
+ * What a simulated task records (checked where it is read, task-results.ts): the interface's answer,
+ * except a certificate's key, which waits sealed (the result row is stored).
+ */
+const SIMULATED_TASK_RESULTS = {
+  ...TASK_RESULTS,
+  issue_certificate: Type.Object({ chain_pem: Type.String(), key_sealed: Type.String() }),
+};
+type SimulatedResult<K extends DriverOperation> = TaskResult<typeof SIMULATED_TASK_RESULTS, K>;
+const resultOf = taskResults('simulated', SIMULATED_TASK_RESULTS);
 
 /** What a simulated install reports when nothing else is known. */
 const SIMULATED_PHP_VERSION = '8.2';
@@ -73,28 +86,29 @@ const dbBytes = (tables: Record<string, number>) => Object.values(tables).reduce
 export function createSimulatedDriver({ db, clock, durations, secretBox }: SimulatedDriverDeps) {
   const fault = (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal);
 
-  async function call<T>(
-    operation: DriverOperation,
+  async function call<K extends DriverOperation>(
+    operation: K,
     ctx: CallContext,
     installId: string | null,
-    apply: (tx: Db, now: Date) => Promise<T>,
-  ): Promise<DriverResult<T>> {
+    apply: (tx: Db, now: Date) => Promise<SimulatedResult<K>>,
+  ): Promise<DriverResult<SimulatedResult<K>>> {
     await fault(operation, ctx.signal);
+    const key = `${operation}:${ctx.key}`;
     const now = clock.now();
     const task = await repo.ensureTask(db, {
-      key: `${operation}:${ctx.key}`,
+      key,
       operation,
       install_id: installId,
       ready_at: new Date(now.getTime() + durations[operation] * 1000),
       created_at: now,
     });
-    if (task.applied_at) return { done: true, value: task.result as T };
+    if (task.applied_at) return { done: true, value: resultOf(operation, key, task.result) };
     if (now < task.ready_at) return { done: false, checkAt: task.ready_at };
     return withTransaction(db, async (tx) => {
-      const locked = await repo.lockTask(tx, `${operation}:${ctx.key}`);
-      if (locked?.applied_at) return { done: true as const, value: locked.result as T };
+      const locked = await repo.lockTask(tx, key);
+      if (locked?.applied_at) return { done: true as const, value: resultOf(operation, key, locked.result) };
       const value = await apply(tx, now);
-      await repo.markApplied(tx, `${operation}:${ctx.key}`, value, now);
+      await repo.markApplied(tx, key, value, now);
       return { done: true as const, value };
     });
   }
@@ -248,9 +262,9 @@ export async function resealSimulatedSecrets(tx: Db, reseal: Resealer) {
     }
   }
   for (const task of tasks) {
-    const result = task.result as { key_sealed: string };
     // Task rows are keyed `<operation>:<call key>` (see `call`).
     if (!task.key.startsWith(TASK_PREFIX)) continue;
+    const result = resultOf('issue_certificate', task.key, task.result);
     const next = reseal(result.key_sealed, taskKeyContext(task.key.slice(TASK_PREFIX.length)));
     if (next === null) current++;
     else {
