@@ -172,6 +172,49 @@ describe('loadConfig', () => {
     assert.equal(config.requestTimeoutMs, 0);
   });
 
+  it('issue 20 defect 7: HTTP timeouts default to headers 15 s, request 30 s, keep-alive 72 s, drain 32 MB / 10 s; they must nest', () => {
+    assert.deepEqual(loadConfig({}).http, {
+      headersTimeoutMs: 15_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 72_000,
+      drainBytes: 32 * 1024 * 1024,
+      drainTimeoutMs: 10_000,
+    });
+    assert.deepEqual(
+      problemsOf({
+        HTTP_HEADERS_TIMEOUT_MS: '20000',
+        HTTP_REQUEST_TIMEOUT_MS: '10000',
+        HTTP_DRAIN_TIMEOUT_MS: '12000',
+        HTTP_DRAIN_MB: '2000',
+      }),
+      [
+        'HTTP_HEADERS_TIMEOUT_MS (20000) must not exceed HTTP_REQUEST_TIMEOUT_MS (10000)',
+        'HTTP_DRAIN_TIMEOUT_MS (12000) must not exceed HTTP_REQUEST_TIMEOUT_MS (10000)',
+        'HTTP_DRAIN_MB must be an integer from 0 to 1024 (got "2000")',
+      ],
+    );
+    assert.equal(loadConfig({ HTTP_DRAIN_MB: '0' }).http.drainBytes, 0);
+  });
+
+  it('issue 20: password hashing and failed sign-in limits default to 2 / 64 and 5 / 20 / 100 a minute, and are checked', () => {
+    assert.deepEqual(loadConfig({}).authLimits, {
+      hashConcurrency: 2,
+      hashQueue: 64,
+      failureWindowSeconds: 60,
+      failuresPerIp: 20,
+      failuresPerIpUser: 5,
+      failuresPerUser: 100,
+    });
+    const problems = problemsOf({
+      AUTH_HASH_CONCURRENCY: '0',
+      AUTH_FAILURE_WINDOW_SECONDS: '0',
+      AUTH_HASH_QUEUE: 'x',
+    });
+    assert.equal(problems.length, 3);
+    assert.match(problems.join('\n'), /AUTH_HASH_CONCURRENCY.*AUTH_HASH_QUEUE.*AUTH_FAILURE_WINDOW_SECONDS/s);
+    assert.equal(loadConfig({ AUTH_FAILURES_PER_IP: '0' }).authLimits.failuresPerIp, 0);
+  });
+
   it('issue 9: a lease shorter than two heartbeats is refused (one late beat would reap a live worker)', () => {
     assert.deepEqual(problemsOf({ JOB_HEARTBEAT_SECONDS: '5', JOB_LEASE_SECONDS: '9' }), [
       'JOB_LEASE_SECONDS (9) must be at least twice JOB_HEARTBEAT_SECONDS (5)',

@@ -53,6 +53,8 @@ export interface Config {
   readonly installDomain: string;
   /** `AUTH_CACHE_SECONDS`, default 10: how long a verified credential and its memberships are reused. */
   readonly authCacheSeconds: number;
+  /** Issue 20: how password hashes are bounded and failed sign-ins counted (auth/authenticator.ts). */
+  readonly authLimits: AuthLimitsConfig;
   /**
    * `READ_CACHE_ENTRIES`, default 2000 (0 disables) and `READ_CACHE_MB`, default 64: the bounded cache
    * of rendered GET bodies, kept only while the data versions they were rendered under hold.
@@ -100,6 +102,51 @@ export interface Config {
    * may still commit), so it is only a last guard for deployments that want one.
    */
   readonly requestTimeoutMs: number;
+  /** The HTTP server's limits on slow and oversized requests (issue 20, http/edge.ts). */
+  readonly http: HttpConfig;
+}
+
+/** What the HTTP server allows a client before it cuts the connection (issue 20, http/edge.ts). */
+export interface HttpConfig {
+  /** `HTTP_HEADERS_TIMEOUT_MS`, default 15000: a request's headers must all arrive within this, else 408. */
+  readonly headersTimeoutMs: number;
+  /**
+   * `HTTP_REQUEST_TIMEOUT_MS`, default 30000: the whole request, headers and body, must arrive within
+   * this, else 408 and the connection closes (a body trickled a byte at a time ends here).
+   */
+  readonly requestTimeoutMs: number;
+  /** `HTTP_KEEP_ALIVE_TIMEOUT_MS`, default 72000: an idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /**
+   * `HTTP_DRAIN_MB`, default 32 (0: never): the rest of a refused body (a 413) is read and discarded
+   * up to this many bytes before the answer, so a client still writing it reads the 413; a longer
+   * body is not read (the 413 is sent and the connection closed at once).
+   */
+  readonly drainBytes: number;
+  /** `HTTP_DRAIN_TIMEOUT_MS`, default 10000: how long that discarding may take (then the same). */
+  readonly drainTimeoutMs: number;
+}
+
+/**
+ * Issue 20 (docs/decisions.md #76): password hashing is bounded per process, and failed sign-ins are
+ * counted before a hash is spent. A failure limit of 0 turns that limit off.
+ */
+export interface AuthLimitsConfig {
+  /** `AUTH_HASH_CONCURRENCY`, default 2 (the cores of a small host): scrypt verifications at once. */
+  readonly hashConcurrency: number;
+  /** `AUTH_HASH_QUEUE`, default 64: verifications waiting for a slot; one more answers 503 at once. */
+  readonly hashQueue: number;
+  /** `AUTH_FAILURE_WINDOW_SECONDS`, default 60: the window failed sign-ins are counted in. */
+  readonly failureWindowSeconds: number;
+  /** `AUTH_FAILURES_PER_IP`, default 20: failures from one client address in a window, then 429. */
+  readonly failuresPerIp: number;
+  /** `AUTH_FAILURES_PER_IP_USER`, default 5: failures for one username from one address, then 429. */
+  readonly failuresPerIpUser: number;
+  /**
+   * `AUTH_FAILURES_PER_USER`, default 100: failures for one username from all addresses, then 429
+   * for addresses that have not signed in as that user lately (so a third party cannot lock it out).
+   */
+  readonly failuresPerUser: number;
 }
 
 /** The local hosting driver (drivers/local/). */
@@ -309,6 +356,30 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
   return Object.freeze({ kind, durations, local });
 }
 
+/** The HTTP server's limits: the headers' and the drain's budgets fit in the whole request's. */
+function httpVars(env: Env, problems: string[]): HttpConfig {
+  const headersTimeoutMs = intVar(env, 'HTTP_HEADERS_TIMEOUT_MS', 15_000, 100, 600_000, problems);
+  const requestTimeoutMs = intVar(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000, problems);
+  const drainTimeoutMs = intVar(env, 'HTTP_DRAIN_TIMEOUT_MS', 10_000, 100, 600_000, problems);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    problems.push(
+      `HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
+  }
+  if (drainTimeoutMs > requestTimeoutMs) {
+    problems.push(
+      `HTTP_DRAIN_TIMEOUT_MS (${drainTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
+  }
+  return Object.freeze({
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: intVar(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000, problems),
+    drainBytes: intVar(env, 'HTTP_DRAIN_MB', 32, 0, 1024, problems) * 1024 * 1024,
+    drainTimeoutMs,
+  });
+}
+
 /** Reads every setting at once and throws one {@link ConfigError} listing every problem. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -359,6 +430,14 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     installDomain,
     authCacheSeconds: intVar(env, 'AUTH_CACHE_SECONDS', 10, 0, 3600, problems),
+    authLimits: Object.freeze({
+      hashConcurrency: intVar(env, 'AUTH_HASH_CONCURRENCY', 2, 1, 256, problems),
+      hashQueue: intVar(env, 'AUTH_HASH_QUEUE', 64, 0, 100_000, problems),
+      failureWindowSeconds: intVar(env, 'AUTH_FAILURE_WINDOW_SECONDS', 60, 1, 86_400, problems),
+      failuresPerIp: intVar(env, 'AUTH_FAILURES_PER_IP', 20, 0, 1_000_000, problems),
+      failuresPerIpUser: intVar(env, 'AUTH_FAILURES_PER_IP_USER', 5, 0, 1_000_000, problems),
+      failuresPerUser: intVar(env, 'AUTH_FAILURES_PER_USER', 100, 0, 1_000_000, problems),
+    }),
     readCache: Object.freeze({
       entries: intVar(env, 'READ_CACHE_ENTRIES', 2000, 0, 1_000_000, problems),
       bytes: intVar(env, 'READ_CACHE_MB', 64, 1, 4096, problems) * 1024 * 1024,
@@ -388,6 +467,7 @@ export function loadConfig(env: Env = process.env): Config {
       jobStatementTimeoutMs: intVar(env, 'DB_JOB_STATEMENT_TIMEOUT_MS', 15_000, 100, 3_600_000, problems),
     }),
     requestTimeoutMs: intVar(env, 'REQUEST_TIMEOUT_MS', 0, 0, 600_000, problems),
+    http: httpVars(env, problems),
     extraCaCertsFile: env.NODE_EXTRA_CA_CERTS ? path.resolve(env.NODE_EXTRA_CA_CERTS) : null,
   };
   if (problems.length > 0) throw new ConfigError(problems);
