@@ -1,6 +1,6 @@
 import type { Database } from './db/client.js';
 import { withTransaction } from './db/transaction.js';
-import { resealLocalSecrets } from './drivers/local/driver.js';
+import { resealLocalSecrets } from './drivers/local/installs.js';
 import { resealSimulatedSecrets } from './drivers/simulated/driver.js';
 import { resealCertificateKeys } from './modules/certificates/certificates.service.js';
 import { createResealer } from './secrets.js';

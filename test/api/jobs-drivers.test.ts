@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { queryRows } from '../../src/db/client.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Json, type TestApp } from '../support/harness.js';
 import { mailOf, operationOf, readyInstall, readyWorld } from '../support/jobs.js';
@@ -14,7 +17,7 @@ const apps = {
 };
 const EMAILS = ['ops@example.test'];
 
-function scenarios(t: TestApp) {
+function scenarios(t: TestApp, driver: keyof typeof apps) {
   const f = factories(t);
 
   async function backupOf(w: Json) {
@@ -85,8 +88,32 @@ function scenarios(t: TestApp) {
     assert.ok(Number(usage.body.metrics[0].storage_file_bytes) > 0);
     assert.ok(Number(usage.body.metrics[0].storage_database_bytes) >= 0);
   });
+
+  it('issue 20: a stored task result of the wrong shape is refused with an error naming its kind, never answered', async () => {
+    const w = await readyWorld(t, f);
+    const call = { key: randomUUID(), signal: new AbortController().signal };
+    const install = { id: w.install.id, name: w.install.name, wp_version: null };
+    const first = await t.app.services.driver.measureDisk(call, install);
+    assert.equal(first.done, true);
+    // The finished task's record is damaged (a hand edit, a bad migration, another version's shape):
+    // asking again with the same key must not hand it on as a disk usage.
+    const table = driver === 'local' ? 'local_tasks' : 'simulated_tasks';
+    const damaged = await queryRows<{ key: string }>(
+      t.database.db,
+      sql`update ${sql.identifier(table)} set result = ${JSON.stringify({ file_bytes: 'lots', database_bytes: 0 })}::jsonb
+          where key = ${`measure_disk:${call.key}`} returning key`,
+    );
+    assert.equal(damaged.length, 1);
+    await assert.rejects(t.app.services.driver.measureDisk(call, install), (err: Error) => {
+      assert.equal(err.name, 'DriverError');
+      assert.match(err.message, new RegExp(`${driver} task measure_disk:${call.key}`));
+      assert.match(err.message, /not a measure_disk result/);
+      assert.match(err.message, /file_bytes/);
+      return true;
+    });
+  });
 }
 
-for (const [driver, t] of Object.entries(apps)) {
-  describe(`job engine on the ${driver} driver (issue 16)`, () => scenarios(t));
+for (const [driver, t] of Object.entries(apps) as [keyof typeof apps, TestApp][]) {
+  describe(`job engine on the ${driver} driver (issue 16)`, () => scenarios(t, driver));
 }

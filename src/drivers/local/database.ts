@@ -1,5 +1,5 @@
 import type mysql from 'mysql2/promise';
-import { run } from './files.js';
+import { run } from './run.js';
 
 /**
  * The local driver's database side: one MariaDB database and user per install, named from the

@@ -1,53 +1,16 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import type { InstallPaths } from './names.js';
+import { run } from './run.js';
 
 /**
- * The local driver's file side: where an install lives under HOSTING_ROOT, archives made and read by
- * the system `tar` (spawned with an argument array, never a shell), sizes and checksums, and the
- * staged swap that replaces a directory so that a crash leaves either the old or the new one.
+ * The local driver's file side: an install's directories and what is read from them (WordPress and
+ * PHP versions), archives made and read by the system `tar` (spawned with an argument array, never a
+ * shell), sizes and checksums, and the swap that replaces a directory so that a crash leaves either
+ * the old or the new one. Where each thing lives is names.ts.
  */
-
-/** A directory name derived from an install id: only `hp_` and hex, so safe in paths and SQL. */
-export function installSlug(installId: string): string {
-  const hex = installId.toLowerCase().replace(/-/g, '');
-  if (!/^[0-9a-f]{32}$/.test(hex)) throw new Error(`not an install id: ${JSON.stringify(installId)}`);
-  return `hp_${hex}`;
-}
-
-/** A directory name derived from an idempotency key (`<uuid>` or `<uuid>:<step>`), validated. */
-export function keySlug(key: string): string {
-  if (!/^[0-9a-f-]{36}(:[a-z]{1,32})?$/.test(key))
-    throw new Error(`unexpected driver key ${JSON.stringify(key)}`);
-  return key.replace(':', '.');
-}
-
-export interface InstallPaths {
-  /** HOSTING_ROOT/installs/hp_<hex> */
-  root: string;
-  /** The document root (what a web server would serve): backed up, restored and copied. */
-  public: string;
-  /** Outside the document root: logs, configuration the site must not serve. */
-  private: string;
-  /** Purged by purge_cache. */
-  cache: string;
-  /** Backups of this install: HOSTING_ROOT/backups/hp_<hex>/<key>. */
-  backups: string;
-}
-
-export function pathsOf(hostingRoot: string, installId: string): InstallPaths {
-  const slug = installSlug(installId);
-  const root = path.join(hostingRoot, 'installs', slug);
-  return {
-    root,
-    public: path.join(root, 'public'),
-    private: path.join(root, 'private'),
-    cache: path.join(root, 'cache'),
-    backups: path.join(hostingRoot, 'backups', slug),
-  };
-}
 
 const PLACEHOLDER = `<!doctype html>
 <html lang="en">
@@ -125,55 +88,6 @@ export async function sha256File(file: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
   return hash.digest('hex');
-}
-
-/** Runs a tool with an argument array (no shell); rejects with its stderr when it fails. */
-export function run(
-  command: string,
-  args: string[],
-  options: { signal: AbortSignal; env?: NodeJS.ProcessEnv; stdin?: string; stdout?: string },
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      signal: options.signal,
-      env: options.env ?? {},
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < 4096) stderr += chunk.toString('utf8');
-    });
-    const done = Promise.all([
-      options.stdout ? pipeTo(child.stdout, options.stdout) : drain(child.stdout),
-      options.stdin ? pipeFrom(options.stdin, child.stdin) : Promise.resolve(child.stdin.end()),
-    ]);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      done.then(() => {
-        if (code === 0) resolve();
-        else reject(new Error(`${command} exited ${code ?? signal}: ${stderr.trim().slice(0, 500)}`));
-      }, reject);
-    });
-  });
-}
-
-async function pipeTo(readable: NodeJS.ReadableStream, file: string) {
-  const handle = await fs.open(file, 'w', 0o600);
-  try {
-    for await (const chunk of readable) await handle.write(chunk as Buffer);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-async function drain(readable: NodeJS.ReadableStream) {
-  for await (const _ of readable);
-}
-
-async function pipeFrom(file: string, writable: NodeJS.WritableStream) {
-  const { pipeline } = await import('node:stream/promises');
-  await pipeline(createReadStream(file), writable);
 }
 
 /** A tar.gz of `dir`'s contents (streamed by the system tar; owners not recorded). */

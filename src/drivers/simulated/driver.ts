@@ -1,22 +1,23 @@
 import { createHash } from 'node:crypto';
+import { Type } from 'typebox';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
 import type { Resealer, SecretBox } from '../../secrets.js';
-import {
-  type ArchiveSource,
-  type CallContext,
-  type CopyRequest,
-  DRIVER_OPERATIONS,
-  DriverError,
-  type DriverOperation,
-  type DriverResult,
-  type HostingDriver,
-  type InstallRef,
-  type Snapshot,
+import type {
+  ArchiveSource,
+  CallContext,
+  CopyRequest,
+  DriverOperation,
+  DriverResult,
+  HostingDriver,
+  InstallRef,
+  Snapshot,
 } from '../driver.js';
 import { tarGz } from '../tar.js';
+import { TASK_RESULTS, type TaskResult, taskResults } from '../task-results.js';
 import { CA_KEY_CONTEXT, issueSimulatedCertificate } from './ca.js';
+import { takeInjectedFault } from './faults.js';
 import * as repo from './simulated.repo.js';
 
 export interface SimulatedDriverDeps {
@@ -27,6 +28,17 @@ export interface SimulatedDriverDeps {
   /** Seals the simulated CA's key and issued keys while they wait in simulated_tasks. */
   secretBox: SecretBox;
 }
+
+/**
+ * What a simulated task records (checked where it is read, task-results.ts): the interface's answer,
+ * except a certificate's key, which waits sealed (the result row is stored).
+ */
+const SIMULATED_TASK_RESULTS = {
+  ...TASK_RESULTS,
+  issue_certificate: Type.Object({ chain_pem: Type.String(), key_sealed: Type.String() }),
+};
+type SimulatedResult<K extends DriverOperation> = TaskResult<typeof SIMULATED_TASK_RESULTS, K>;
+const resultOf = taskResults('simulated', SIMULATED_TASK_RESULTS);
 
 /** What a simulated install reports when nothing else is known. */
 const SIMULATED_PHP_VERSION = '8.2';
@@ -71,49 +83,32 @@ const dbBytes = (tables: Record<string, number>) => Object.values(tables).reduce
  * first call after it applies the effect once and records the result, later calls return it.
  * Faults from POST /admin/v1/faults make the next calls of an operation fail or hang.
  */
-/**
- * Takes the next injected fault of `operation` (POST /admin/v1/faults), if any: `fail` throws, `hang`
- * never answers until the job's expiry aborts it. The local driver takes them half-way through its
- * work, so tests can kill a worker in the middle of a real backup, restore or copy.
- */
-export async function takeInjectedFault(db: Db, operation: DriverOperation, signal: AbortSignal) {
-  const mode = await repo.takeFault(db, operation);
-  if (mode === 'fail') throw new DriverError(operation, `simulated ${operation} failure (injected fault)`);
-  if (mode === 'hang') {
-    // A hung platform call: it never answers; the job's expiry aborts it.
-    await new Promise<never>((_resolve, reject) => {
-      const give = () => reject(new DriverError(operation, `simulated ${operation} hung (injected fault)`));
-      if (signal.aborted) give();
-      else signal.addEventListener('abort', give, { once: true });
-    });
-  }
-}
-
 export function createSimulatedDriver({ db, clock, durations, secretBox }: SimulatedDriverDeps) {
   const fault = (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal);
 
-  async function call<T>(
-    operation: DriverOperation,
+  async function call<K extends DriverOperation>(
+    operation: K,
     ctx: CallContext,
     installId: string | null,
-    apply: (tx: Db, now: Date) => Promise<T>,
-  ): Promise<DriverResult<T>> {
+    apply: (tx: Db, now: Date) => Promise<SimulatedResult<K>>,
+  ): Promise<DriverResult<SimulatedResult<K>>> {
     await fault(operation, ctx.signal);
+    const key = `${operation}:${ctx.key}`;
     const now = clock.now();
     const task = await repo.ensureTask(db, {
-      key: `${operation}:${ctx.key}`,
+      key,
       operation,
       install_id: installId,
       ready_at: new Date(now.getTime() + durations[operation] * 1000),
       created_at: now,
     });
-    if (task.applied_at) return { done: true, value: task.result as T };
+    if (task.applied_at) return { done: true, value: resultOf(operation, key, task.result) };
     if (now < task.ready_at) return { done: false, checkAt: task.ready_at };
     return withTransaction(db, async (tx) => {
-      const locked = await repo.lockTask(tx, `${operation}:${ctx.key}`);
-      if (locked?.applied_at) return { done: true as const, value: locked.result as T };
+      const locked = await repo.lockTask(tx, key);
+      if (locked?.applied_at) return { done: true as const, value: resultOf(operation, key, locked.result) };
       const value = await apply(tx, now);
-      await repo.markApplied(tx, `${operation}:${ctx.key}`, value, now);
+      await repo.markApplied(tx, key, value, now);
       return { done: true as const, value };
     });
   }
@@ -249,27 +244,6 @@ function simulatedArchive({ install, backup }: ArchiveSource) {
   };
 }
 
-/** POST /admin/v1/faults (test mode): the next `count` calls of `operation` fail or hang. */
-export function createFaultsService({ db, clock }: { db: Db; clock: Clock }) {
-  return {
-    operations: DRIVER_OPERATIONS,
-    async set(input: { operation: DriverOperation; count: number; mode: 'fail' | 'hang' }) {
-      await repo.setFault(db, {
-        operation: input.operation,
-        mode: input.mode,
-        remaining: input.count,
-        created_at: clock.now(),
-      });
-      return repo.listFaults(db);
-    },
-    list: () => repo.listFaults(db),
-    countApplied: (installId: string, operation: DriverOperation) =>
-      repo.countApplied(db, installId, operation),
-  };
-}
-
-export type FaultsService = ReturnType<typeof createFaultsService>;
-
 /** What the key of an issued certificate, stored in its task's result, is sealed for (the call's key). */
 const taskKeyContext = (callKey: string) => `simulated-task:issue_certificate:${callKey}`;
 const TASK_PREFIX = 'issue_certificate:';
@@ -288,9 +262,9 @@ export async function resealSimulatedSecrets(tx: Db, reseal: Resealer) {
     }
   }
   for (const task of tasks) {
-    const result = task.result as { key_sealed: string };
     // Task rows are keyed `<operation>:<call key>` (see `call`).
     if (!task.key.startsWith(TASK_PREFIX)) continue;
+    const result = resultOf('issue_certificate', task.key, task.result);
     const next = reseal(result.key_sealed, taskKeyContext(task.key.slice(TASK_PREFIX.length)));
     if (next === null) current++;
     else {

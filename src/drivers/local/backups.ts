@@ -1,0 +1,175 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { ArchiveSource, CallContext, HostingDriver, InstallRef, Snapshot } from '../driver.js';
+import { tarGz } from '../tar.js';
+import type { LocalContext } from './context.js';
+import * as files from './files.js';
+import { databaseNames, installSlug, keySlug, pathsOf, stagingDir } from './names.js';
+import { discardStaging, recover, stageDatabase, swapTables } from './staging.js';
+
+/**
+ * Backups, restores and the backups' downloadable archives. A backup is a directory under
+ * HOSTING_ROOT/backups/hp_<hex>/<key>: the document root as a tar.gz, a `mariadb-dump` of the
+ * database, and a manifest with both SHA-256 sums, written under a temporary name and renamed when
+ * complete. A restore checks the sums, stages the tree and the database, then swaps (staging.ts).
+ */
+
+/** What a backup directory holds next to its two artefacts (written last: its presence means done). */
+interface Manifest {
+  format: 1;
+  install_id: string;
+  key: string;
+  created_at: string;
+  wp_version: string | null;
+  files: { archive: string; tree_bytes: number; archive_bytes: number; sha256: string };
+  database: { dump: string; dump_bytes: number; sha256: string; tables: Record<string, number> };
+}
+
+const FILES_ARCHIVE = 'files.tar.gz';
+const DB_DUMP = 'database.sql';
+const MANIFEST = 'manifest.json';
+/** Where a snapshot's backup lives, relative to HOSTING_ROOT/backups (checked before use). */
+const LOCATION = /^hp_[0-9a-f]{32}\/[0-9a-f-]{36}(\.[a-z]{1,32})?$/;
+
+export function backupOperations(
+  ctx: LocalContext,
+): Pick<HostingDriver, 'backup' | 'restore' | 'exportArchive'> {
+  const { clock, mariadb, hostingRoot, midway, once } = ctx;
+
+  function backupDir(location: string) {
+    if (!LOCATION.test(location)) throw new Error(`not a local backup location: ${JSON.stringify(location)}`);
+    return path.join(hostingRoot, 'backups', location);
+  }
+
+  async function takeBackup(install: InstallRef, key: string, signal: AbortSignal): Promise<Snapshot> {
+    const paths = pathsOf(hostingRoot, install.id);
+    const location = `${installSlug(install.id)}/${keySlug(key)}`;
+    const dir = backupDir(location);
+    const finished = await readManifest(dir);
+    if (finished) return snapshotOf(finished, location);
+    // Written under a temporary name, renamed when complete: a crash leaves only the temporary one.
+    const tmp = path.join(paths.backups, `.tmp-${keySlug(key)}`);
+    await files.remove(tmp);
+    await fs.mkdir(tmp, { recursive: true });
+    const n = databaseNames(install.id);
+    await files.tarDirectory(paths.public, path.join(tmp, FILES_ARCHIVE), signal);
+    await midway('backup', signal);
+    await mariadb.dump(n.db, path.join(tmp, DB_DUMP), signal);
+    const manifest: Manifest = {
+      format: 1,
+      install_id: install.id,
+      key,
+      created_at: clock.now().toISOString(),
+      wp_version: await files.readWpVersion(paths.public),
+      files: {
+        archive: FILES_ARCHIVE,
+        tree_bytes: await files.treeBytes(paths.public),
+        archive_bytes: (await fs.stat(path.join(tmp, FILES_ARCHIVE))).size,
+        sha256: await files.sha256File(path.join(tmp, FILES_ARCHIVE)),
+      },
+      database: {
+        dump: DB_DUMP,
+        dump_bytes: (await fs.stat(path.join(tmp, DB_DUMP))).size,
+        sha256: await files.sha256File(path.join(tmp, DB_DUMP)),
+        tables: await mariadb.tablesOf(n.db),
+      },
+    };
+    await fs.writeFile(path.join(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+    await fs.rename(tmp, dir);
+    return snapshotOf(manifest, location);
+  }
+
+  /** A backup's directory with its artefacts checked against the manifest's checksums. */
+  async function verifiedBackup(snapshot: Snapshot) {
+    if (!snapshot.location) throw new Error('the backup was not made by the local driver; it holds no files');
+    const dir = backupDir(snapshot.location);
+    const manifest = await readManifest(dir);
+    if (!manifest) throw new Error(`backup ${snapshot.location} is missing its manifest`);
+    const archive = path.join(dir, FILES_ARCHIVE);
+    const dump = path.join(dir, DB_DUMP);
+    if ((await files.sha256File(archive)) !== manifest.files.sha256)
+      throw new Error(`backup ${snapshot.location}: the files archive does not match its checksum`);
+    if ((await files.sha256File(dump)) !== manifest.database.sha256)
+      throw new Error(`backup ${snapshot.location}: the database dump does not match its checksum`);
+    return { dir, manifest, archive, dump };
+  }
+
+  return {
+    backup: (call: CallContext, install: InstallRef) =>
+      once(
+        'backup',
+        call,
+        [install.id],
+        async () => {
+          await recover(ctx, install.id);
+          return takeBackup(install, call.key, call.signal);
+        },
+        true,
+      ),
+
+    restore: (
+      call: CallContext,
+      input: { install: InstallRef; snapshot: Snapshot; restore_database: boolean },
+    ) =>
+      once(
+        'restore',
+        call,
+        [input.install.id],
+        async () => {
+          const id = input.install.id;
+          await recover(ctx, id);
+          const backup = await verifiedBackup(input.snapshot);
+          const staging = stagingDir(hostingRoot, id, call.key);
+          await files.remove(staging);
+          // Everything slow happens in staging; the swaps at the end are renames.
+          try {
+            await files.untar(backup.archive, staging, call.signal);
+            if (input.restore_database) await stageDatabase(ctx, id, backup.dump, call.signal);
+            await midway('restore', call.signal);
+          } catch (err) {
+            await discardStaging(ctx, id, staging);
+            throw err;
+          }
+          await files.swapIn(pathsOf(hostingRoot, id).public, staging);
+          if (input.restore_database) await swapTables(ctx, id, null);
+          return { wp_version: backup.manifest.wp_version };
+        },
+        true,
+      ),
+
+    /** The backup's three artefacts (files archive, database dump, manifest) in one tar.gz. */
+    async exportArchive({ install, backup }: ArchiveSource) {
+      const { dir } = await verifiedBackup(backup.snapshot);
+      const mtime = backup.completed_at;
+      const entries = await Promise.all(
+        [MANIFEST, DB_DUMP, FILES_ARCHIVE].map(async (name) => ({
+          name,
+          content: await fs.readFile(path.join(dir, name)),
+          mtime,
+        })),
+      );
+      return {
+        fileName: `${install.name}-${backup.id}.tar.gz`,
+        contentType: 'application/gzip',
+        body: tarGz(entries),
+      };
+    },
+  };
+}
+
+async function readManifest(dir: string): Promise<Manifest | null> {
+  try {
+    return JSON.parse(await fs.readFile(path.join(dir, MANIFEST), 'utf8')) as Manifest;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+const snapshotOf = (manifest: Manifest, location: string): Snapshot => ({
+  wp_version: manifest.wp_version,
+  file_bytes: manifest.files.tree_bytes,
+  db_tables: manifest.database.tables,
+  location,
+  checksums: { files: manifest.files.sha256, database: manifest.database.sha256 },
+});

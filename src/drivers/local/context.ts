@@ -1,0 +1,20 @@
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/client.js';
+import type { SecretBox } from '../../secrets.js';
+import type { DriverOperation } from '../driver.js';
+import type { MariaDb } from './database.js';
+import type { Once } from './tasks.js';
+
+/** What every part of the local driver works with (built once by createLocalDriver). */
+export interface LocalContext {
+  db: Db;
+  clock: Clock;
+  secretBox: SecretBox;
+  mariadb: MariaDb;
+  /** HOSTING_ROOT: installs/, backups/ and staging/ live under it. */
+  hostingRoot: string;
+  /** The fault point half-way through a backup, restore or copy (LocalDriverDeps.midway). */
+  midway: (operation: DriverOperation, signal: AbortSignal) => Promise<void>;
+  /** Runs a keyed call's work once (tasks.ts). */
+  once: Once;
+}

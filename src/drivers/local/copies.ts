@@ -1,0 +1,65 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { CallContext, CopyRequest, HostingDriver } from '../driver.js';
+import type { LocalContext } from './context.js';
+import * as files from './files.js';
+import { databaseNames, pathsOf, stagingDir } from './names.js';
+import { discardStaging, recover, stageDatabase, swapTables } from './staging.js';
+
+/**
+ * C1-C5: a copy overwrites the destination with the source's document root and/or database tables
+ * (all, or the named ones that exist). The source's tree and the dump of its tables are staged under
+ * the destination's names first; the destination changes only in the swap at the end (staging.ts).
+ */
+export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
+  const { mariadb, hostingRoot, midway, once } = ctx;
+
+  /** A copy's slow part, in staging: the source's document root and the dump of its tables, loaded. */
+  async function stageCopy(input: CopyRequest, staging: string, signal: AbortSignal) {
+    const { source, destination } = input;
+    const from = pathsOf(hostingRoot, source.id);
+    const sourceDb = databaseNames(source.id).db;
+    const sourceTables = Object.keys(await mariadb.tablesOf(sourceDb));
+    // C3: only tables that exist in the source (a named table that does not is skipped).
+    const tables = input.db_tables === null ? null : input.db_tables.filter((t) => sourceTables.includes(t));
+    if (input.include_files) await fs.cp(from.public, path.join(staging, 'public'), { recursive: true });
+    const dbWork = input.include_db && (tables === null || tables.length > 0);
+    if (dbWork) {
+      const dump = path.join(staging, 'database.sql');
+      await mariadb.dump(sourceDb, dump, signal, tables);
+      await stageDatabase(ctx, destination.id, dump, signal);
+    }
+    await midway('copy', signal);
+    return { dbWork, tables };
+  }
+
+  return {
+    copy: (call: CallContext, input: CopyRequest) =>
+      once(
+        'copy',
+        call,
+        [input.destination.id, input.source.id].filter((v, i, a) => a.indexOf(v) === i),
+        async () => {
+          const { source, destination } = input;
+          await recover(ctx, source.id);
+          await recover(ctx, destination.id);
+          const to = pathsOf(hostingRoot, destination.id);
+          const staging = stagingDir(hostingRoot, destination.id, call.key);
+          await files.remove(staging);
+          await fs.mkdir(staging, { recursive: true });
+          const staged = await stageCopy(input, staging, call.signal).catch(async (err) => {
+            await discardStaging(ctx, destination.id, staging);
+            throw err;
+          });
+          if (input.include_files) await files.swapIn(to.public, path.join(staging, 'public'));
+          const copied = staged.dbWork ? await swapTables(ctx, destination.id, staged.tables) : [];
+          await files.remove(staging);
+          return {
+            wp_version: input.include_files ? await files.readWpVersion(to.public) : destination.wp_version,
+            copied_tables: copied,
+          };
+        },
+        true,
+      ),
+  };
+}

@@ -1,0 +1,90 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../../db/client.js';
+import type { Resealer } from '../../secrets.js';
+import type { CallContext, HostingDriver, InstallRef } from '../driver.js';
+import type { LocalContext } from './context.js';
+import * as files from './files.js';
+import * as repo from './local.repo.js';
+import { databaseNames, pathsOf } from './names.js';
+
+/**
+ * An install's life on this machine: provisioning makes its directories (a placeholder page in the
+ * document root) and its MariaDB database and user, whose password is kept sealed (local_installs);
+ * deprovisioning removes all of it, its backups and its recorded tasks.
+ */
+
+/** What an install's database password is sealed for. */
+const passwordContext = (installId: string) => `local-install:${installId}`;
+
+/** The install's database account, its password opened (null: not provisioned by this driver). */
+export async function accountOf(
+  { db, secretBox }: Pick<LocalContext, 'db' | 'secretBox'>,
+  installId: string,
+) {
+  const row = await repo.findInstall(db, installId);
+  if (!row) return null;
+  const password = secretBox.open(row.password_sealed, passwordContext(installId)).toString('utf8');
+  return { db_name: row.db_name, db_user: row.db_user, password };
+}
+
+export function installOperations(ctx: LocalContext): Pick<HostingDriver, 'provision' | 'deprovision'> {
+  const { db, mariadb, hostingRoot, once } = ctx;
+  return {
+    provision: (call: CallContext, install: InstallRef) =>
+      once('provision', call, [install.id], async () => {
+        const paths = pathsOf(hostingRoot, install.id);
+        const n = databaseNames(install.id);
+        const password = Buffer.from(randomBytes(24).toString('base64url'));
+        const sealed = ctx.secretBox.seal(password, passwordContext(install.id));
+        // A first attempt's password is kept: the row is inserted once, then read back.
+        await repo.insertInstall(db, {
+          install_id: install.id,
+          db_name: n.db,
+          db_user: n.user,
+          password_sealed: sealed,
+        });
+        const acc = await accountOf(ctx, install.id);
+        if (!acc) throw new Error('the install account vanished');
+        await mariadb.createAccount(n.db, n.user, acc.password);
+        await files.createInstallDirs(paths);
+        return {
+          wp_version: await files.readWpVersion(paths.public),
+          php_version: await files.readPhpVersion(paths.private),
+        };
+      }),
+
+    deprovision: (call: CallContext, install: InstallRef) =>
+      once('deprovision', call, [install.id], async () => {
+        const n = databaseNames(install.id);
+        const paths = pathsOf(hostingRoot, install.id);
+        await mariadb.dropAccount(n.db, n.user);
+        await mariadb.dropDatabase(n.staging);
+        await mariadb.dropDatabase(n.trash);
+        await files.remove(paths.root);
+        await files.remove(`${paths.public}.old`);
+        await files.remove(paths.backups);
+        await repo.deleteTasksOf(db, install.id);
+        await repo.deleteInstall(db, install.id);
+        return {} as Record<string, never>;
+      }),
+  };
+}
+
+/**
+ * `hostplane reseal` (key rotation): the local driver's sealed values are the installs' database
+ * passwords. Runs in the caller's transaction, whichever driver is configured (the table is empty
+ * when the local driver was never used).
+ */
+export async function resealLocalSecrets(tx: Db, reseal: Resealer) {
+  let resealed = 0;
+  let current = 0;
+  for (const row of await repo.sealedPasswords(tx)) {
+    const next = reseal(row.sealed, passwordContext(row.install_id));
+    if (next === null) current++;
+    else {
+      await repo.setPassword(tx, row.install_id, next);
+      resealed++;
+    }
+  }
+  return { resealed, current };
+}

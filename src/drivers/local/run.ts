@@ -1,0 +1,58 @@
+import { spawn } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+
+/**
+ * How the local driver runs a system tool (tar, mariadb-dump, mariadb): an argument array, never a
+ * shell, an environment of its own, stdout to a file and stdin from one when asked, stopped by the
+ * job's signal.
+ */
+
+/** Runs a tool with an argument array (no shell); rejects with its stderr when it fails. */
+export function run(
+  command: string,
+  args: string[],
+  options: { signal: AbortSignal; env?: NodeJS.ProcessEnv; stdin?: string; stdout?: string },
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      signal: options.signal,
+      env: options.env ?? {},
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < 4096) stderr += chunk.toString('utf8');
+    });
+    const done = Promise.all([
+      options.stdout ? pipeTo(child.stdout, options.stdout) : drain(child.stdout),
+      options.stdin ? pipeFrom(options.stdin, child.stdin) : Promise.resolve(child.stdin.end()),
+    ]);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      done.then(() => {
+        if (code === 0) resolve();
+        else reject(new Error(`${command} exited ${code ?? signal}: ${stderr.trim().slice(0, 500)}`));
+      }, reject);
+    });
+  });
+}
+
+async function pipeTo(readable: NodeJS.ReadableStream, file: string) {
+  const handle = await fs.open(file, 'w', 0o600);
+  try {
+    for await (const chunk of readable) await handle.write(chunk as Buffer);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function drain(readable: NodeJS.ReadableStream) {
+  for await (const _ of readable);
+}
+
+async function pipeFrom(file: string, writable: NodeJS.WritableStream) {
+  const { pipeline } = await import('node:stream/promises');
+  await pipeline(createReadStream(file), writable);
+}
