@@ -3,12 +3,12 @@ import type { Db } from '../../db/client.js';
 import type { HostingDriver } from '../../drivers/driver.js';
 import type { JobHandler } from '../../jobs/catalog.js';
 import type { OperationsService } from '../operations/operations.service.js';
-import type { SiteTransfersService } from './site-transfers.service.js';
+import type { SiteTransferRunService } from './site-transfers.run.service.js';
 
 export interface SiteTransferJobsDeps {
   operations: Pick<OperationsService, 'begin' | 'waitUntil' | 'complete' | 'fail' | 'find'>;
   transfers: Pick<
-    SiteTransfersService,
+    SiteTransferRunService,
     'find' | 'start' | 'problemAtRun' | 'installIdsOf' | 'finish' | 'markFailed'
   >;
   driver: Pick<HostingDriver, 'moveSite'>;

@@ -8,11 +8,12 @@ import type { HostingDriver } from '../../drivers/driver.js';
 import { AppError, Errors, type FieldError } from '../../errors.js';
 import { cancelDue } from '../../jobs/due.js';
 import type { Outbox } from '../../mail/outbox.js';
-import { siteTransferFinishedMail } from '../../mail/templates/site-transfer-finished.js';
-import type { OperationRow, OperationsService, Outcome } from '../operations/operations.service.js';
+import type { OperationsService } from '../operations/operations.service.js';
 import type { SitesService } from '../sites/sites.service.js';
+import { destinationProblem, STARTABLE, siteProblem } from './eligibility.js';
 import { checkScheduledTime, type ScheduleProblem } from './scheduled-time.js';
 import * as repo from './site-transfers.repo.js';
+import { createSiteTransferRunService, transferDetails } from './site-transfers.run.service.js';
 
 export type { TransferRow } from './site-transfers.repo.js';
 
@@ -34,8 +35,6 @@ export interface CreateTransferInput {
 /** The DELETE conflict text, exactly as the reference gives it (T9). */
 export const ALREADY_STARTED = 'Transfer has already started and cannot be cancelled';
 
-const STARTABLE = new Set(['pending', 'scheduled']);
-
 const SCHEDULE_MESSAGES: Record<ScheduleProblem, string> = {
   format: 'scheduled_time must be an RFC 3339 date-time with an offset, e.g. 2026-06-01T14:30:00Z',
   too_soon: 'scheduled_time must be more than 1 hour in the future',
@@ -50,28 +49,13 @@ function unprocessable(field: string, type: FieldError['type'], code: string, me
 const activeConflict = (siteId: string) =>
   Errors.conflict(`Site ${siteId} already has an active transfer; cancel it or wait for it to finish`);
 
-/** Why a transfer may not start on this site now (T4, T7), or null. Also re-checked when it runs. */
-function siteProblem(site: { id: string; sandbox: boolean; transferable: boolean }): string | null {
-  if (site.sandbox) return `Site ${site.id} is a sandbox site; sandbox sites cannot be transferred`;
-  if (!site.transferable) return `Site ${site.id} is not transferable`;
-  return null;
-}
-
-/** Why an account may not receive sites (T5, T7), or null. */
-function destinationProblem(
-  account: { id: string; sites_enabled: boolean; preferred_data_center: string | null } | null,
-  id: string,
-): string | null {
-  if (!account) return `Destination account ${id} no longer exists`;
-  if (!account.preferred_data_center) {
-    return `Destination account ${id} has no preferred data center configured; it cannot receive sites`;
-  }
-  if (!account.sites_enabled) return `Destination account ${id} does not have sites enabled`;
-  return null;
-}
-
+/**
+ * Requesting, listing and cancelling transfers (T1-T10) here; the steps of the transfer_site job in
+ * site-transfers.run.service.ts, assembled into the one service the routes and the job call.
+ */
 export function createSiteTransfersService(deps: SiteTransfersDeps) {
-  const { db, clock, sites, operations, driver, outbox } = deps;
+  const { db, clock, sites, operations, driver } = deps;
+  const run = createSiteTransferRunService(deps);
 
   async function visibleTransfer(caller: Caller, siteId: string, transferId: string) {
     await sites.requireSite(caller, siteId, 'transfers:manage');
@@ -165,23 +149,6 @@ export function createSiteTransfersService(deps: SiteTransfersDeps) {
     return { transfer: row, operation };
   }
 
-  /** The notification to both accounts' owners, in the transaction that ends the transfer. */
-  async function mailOwners(tx: Db, transfer: repo.TransferRow, op: OperationRow, error: string | null) {
-    const status = transfer.status as 'completed' | 'failed';
-    const mail = siteTransferFinishedMail({ transfer, status, error, finishedAt: clock.now() });
-    const emails = await repo.ownerEmails(tx, [transfer.origin_account_id, transfer.destination_account_id]);
-    await outbox.add(
-      tx,
-      emails.map((to) => ({ operation_id: op.id, event: `transfer_site.${status}`, to, ...mail })),
-    );
-  }
-
-  const details = (t: repo.TransferRow): [string, string][] => [
-    ['Site', t.site_name],
-    ['From account', t.origin_account_name],
-    ['To account', t.destination_account_name],
-  ];
-
   return {
     /** T2-T8: a pending (immediate) or scheduled transfer and its operation. */
     async create(caller: Caller, siteId: string, input: CreateTransferInput) {
@@ -225,64 +192,14 @@ export function createSiteTransfersService(deps: SiteTransfersDeps) {
           transfer.operation_id,
           'The site transfer was cancelled',
           async () => ({
-            details: details(transfer),
+            details: transferDetails(transfer),
           }),
         );
       });
     },
 
-    // For the job handler (site-transfers.jobs.ts), each in the caller's transaction or alone.
-
-    find: (transferId: string, tx: Db = db) => repo.findTransfer(tx, transferId),
-
-    /** pending/scheduled -> in_progress (T9); with maintenance_mode the installs show it. */
-    async start(tx: Db, transferId: string) {
-      const transfer = await repo.lockTransfer(tx, transferId);
-      if (!transfer || !STARTABLE.has(transfer.status)) return null;
-      if (transfer.maintenance_mode) await repo.setMaintenance(tx, transfer.site_id, true);
-      return repo.updateTransfer(tx, transferId, { status: 'in_progress', updated_at: clock.now() });
-    },
-
-    /** Run-time check: the rules may have changed since the request (an operator, a deletion). */
-    async problemAtRun(transfer: repo.TransferRow): Promise<string | null> {
-      return withTransaction(db, async (tx) => {
-        const site = await repo.lockSiteRow(tx, transfer.site_id);
-        if (!site) return `Site ${transfer.site_id} no longer exists`;
-        if (site.account_id !== transfer.origin_account_id) {
-          return `Site ${transfer.site_id} is no longer in account ${transfer.origin_account_id}`;
-        }
-        const destination = await repo.findAccountRow(tx, transfer.destination_account_id);
-        return siteProblem(site) ?? destinationProblem(destination, transfer.destination_account_id);
-      });
-    },
-
-    installIdsOf: (siteId: string) => repo.installIdsOfSite(db, siteId),
-
-    /** T11: the move, the completed status and the owners' mails in the operation's transaction. */
-    async finish(tx: Db, transferId: string, op: OperationRow): Promise<Outcome> {
-      const transfer = await repo.lockTransfer(tx, transferId);
-      if (transfer?.status !== 'in_progress') return {};
-      await repo.moveSite(tx, {
-        siteId: transfer.site_id,
-        destinationAccountId: transfer.destination_account_id,
-      });
-      const done = await repo.updateTransfer(tx, transferId, {
-        status: 'completed',
-        updated_at: clock.now(),
-      });
-      await mailOwners(tx, done, op, null);
-      return { details: details(done) };
-    },
-
-    /** failed (T9): nothing moved, maintenance off, the owners told. */
-    async markFailed(tx: Db, transferId: string, op: OperationRow, error: string): Promise<Outcome> {
-      const transfer = await repo.lockTransfer(tx, transferId);
-      if (!transfer || !['pending', 'scheduled', 'in_progress'].includes(transfer.status)) return {};
-      await repo.setMaintenance(tx, transfer.site_id, false);
-      const failed = await repo.updateTransfer(tx, transferId, { status: 'failed', updated_at: clock.now() });
-      await mailOwners(tx, failed, op, error);
-      return { details: details(failed) };
-    },
+    // For the job handler (site-transfers.jobs.ts).
+    ...run,
   };
 }
 

@@ -1,0 +1,157 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Caller } from '../../auth/access.js';
+import { requireAccount } from '../../auth/access.js';
+import type { Authenticator } from '../../auth/authenticator.js';
+import { generateCredential, hashPassword } from '../../auth/passwords.js';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/client.js';
+import { sqlState } from '../../db/errors.js';
+import { withTransaction } from '../../db/transaction.js';
+import { Errors } from '../../errors.js';
+import type { Outbox } from '../../mail/outbox.js';
+import { invitationMail } from '../../mail/templates/invitation.js';
+import * as repo from './users.account-users.repo.js';
+import { asRole, checkedScope, managerRole, membershipChange, RANK } from './users.membership.js';
+import * as users from './users.repo.js';
+
+/** An invitation link works for 7 days. */
+export const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
+
+const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+export interface NewAccountUser {
+  account_id: string;
+  first_name: string;
+  last_name: string;
+  email: string;
+  roles: string;
+  install_ids?: string[];
+}
+
+export interface InvitationsDeps {
+  db: Db;
+  clock: Clock;
+  outbox: Pick<Outbox, 'add'>;
+  authenticator: Pick<Authenticator, 'membershipsChanged' | 'invalidate'>;
+}
+
+/** Adding a member (createAccountUser, U1-U4) and accepting its invitation (acceptInvitation). */
+export function createInvitationsService({ db, clock, outbox, authenticator }: InvitationsDeps) {
+  const changing = membershipChange(db, authenticator);
+
+  return {
+    /**
+     * U1-U4: adds a member and returns its user id. A new e-mail becomes a user with an invitation (a
+     * single-use link, valid 7 days, mailed through the outbox); a user known from another account
+     * joins at once and is told by the same mail, keeping its credential. `acceptBase` is the absolute
+     * base of the link.
+     */
+    async invite(caller: Caller, accountId: string, input: NewAccountUser, acceptBase: string) {
+      requireAccount(caller, accountId, 'users:manage');
+      if (input.account_id !== accountId) {
+        throw Errors.invalidValue(
+          'account_user',
+          'user.account_id',
+          `user.account_id must be the account of the path (${accountId})`,
+        );
+      }
+      const token = randomBytes(32).toString('base64url');
+      const now = clock.now();
+      const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS);
+      try {
+        return await changing(async (tx) => {
+          const account = await repo.lockAccount(tx, accountId);
+          if (!account) throw Errors.notFound();
+          const own = await managerRole(tx, caller, accountId);
+          const roles = asRole(input.roles, 'user.roles');
+          if (RANK[roles] > RANK[own]) throw Errors.forbidden();
+          const scope = await checkedScope(tx, accountId, roles, input.install_ids ?? [], 'user.install_ids');
+          let user = await users.findUserByEmail(tx, input.email);
+          if (user && (await repo.roleOf(tx, accountId, user.id))) {
+            throw Errors.valueUnavailable(
+              'account_user',
+              'user.email',
+              `${input.email} is already a user of this account`,
+              'already_member',
+            );
+          }
+          user ??= await users.insertUser(tx, {
+            email: input.email,
+            first_name: input.first_name,
+            last_name: input.last_name,
+            created_at: now,
+          });
+          await users.putMembership(tx, accountId, user.id, roles, scope);
+          await repo.insertInvitation(tx, {
+            account_id: accountId,
+            user_id: user.id,
+            token_hash: hashToken(token),
+            invited_by: caller.userId,
+            expires_at: expiresAt,
+            created_at: now,
+          });
+          const inviter = await users.findUser(tx, caller.userId);
+          const mail = invitationMail({
+            account,
+            invitee: { email: user.email, first_name: user.first_name },
+            inviter: inviter ? `${inviter.first_name} ${inviter.last_name} <${inviter.email}>` : null,
+            roles: input.roles,
+            acceptUrl: `${acceptBase}/v1/invitations/${token}/accept`,
+            expiresAt,
+            existingUser: await repo.hasCredential(tx, user.id),
+          });
+          await outbox.add(tx, [
+            { operation_id: null, event: 'account_user.invited', to: user.email, sensitive: true, ...mail },
+          ]);
+          return user.id;
+        });
+      } catch (err) {
+        // Two concurrent invitations of one new e-mail: the second insert of the user fails.
+        if (sqlState(err)?.code === '23505') {
+          throw Errors.valueUnavailable('account_user', 'user.email', `${input.email} was just added; retry`);
+        }
+        throw err;
+      }
+    },
+
+    /**
+     * POST /v1/invitations/{token}/accept (no auth). Single use, 7 days. A user without a credential
+     * gets one, shown once; a user who already has one keeps it.
+     */
+    async accept(token: string) {
+      // The hash runs before the transaction (no heavy crypto inside one); unused for existing users.
+      const credential = generateCredential();
+      const passwordHash = await hashPassword(credential.password);
+      return withTransaction(db, async (tx) => {
+        const invitation = await repo.lockInvitation(tx, hashToken(token));
+        if (!invitation) throw Errors.notFound();
+        if (invitation.accepted_at) {
+          throw Errors.invalidValue(
+            'invitation',
+            'token',
+            'This invitation has already been used',
+            'invitation_used',
+          );
+        }
+        if (invitation.expires_at.getTime() <= clock.now().getTime()) {
+          throw Errors.invalidValue(
+            'invitation',
+            'token',
+            'This invitation has expired',
+            'invitation_expired',
+          );
+        }
+        await repo.markAccepted(tx, invitation.account_id, invitation.user_id, clock.now());
+        const isNew = !(await repo.hasCredential(tx, invitation.user_id));
+        if (isNew) await users.insertCredential(tx, invitation.user_id, credential.username, passwordHash);
+        return {
+          account_id: invitation.account_id,
+          user_id: invitation.user_id,
+          credential: isNew ? credential : null,
+        };
+      });
+    },
+  };
+}
+
+export type InvitationsService = ReturnType<typeof createInvitationsService>;
