@@ -47,11 +47,11 @@ export function consoleRoutes(ctx: RouteContext): FastifyPluginAsync {
       index: 'index.html',
       wildcard: true,
       setHeaders(res, file) {
-        res.setHeader('content-security-policy', CONSOLE_CSP);
-        res.setHeader('x-content-type-options', 'nosniff');
-        res.setHeader('referrer-policy', 'no-referrer');
+        res.header('content-security-policy', CONSOLE_CSP);
+        res.header('x-content-type-options', 'nosniff');
+        res.header('referrer-policy', 'no-referrer');
         // Hashed asset names never change; the page itself is always revalidated.
-        res.setHeader(
+        res.header(
           'cache-control',
           file.includes(`${path.sep}assets${path.sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache',
         );
