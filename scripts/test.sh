@@ -178,13 +178,22 @@ ensure_build() {
     echo "compiling: the sources changed since the last build"
     npm run --silent build
   fi
+  # The web console (issue 23) its browser test serves: rebuilt here, before the phases, never while
+  # the API phase reads it (vite empties dist/ first).
+  local page=packages/console/dist/index.html
+  if [ ! -f "$page" ] ||
+    [ -n "$(find packages/console/src packages/console/index.html packages/client/src -newer "$page" -print -quit)" ]; then
+    echo "building the console: its sources changed since the last build"
+    npx tsc -b packages/client && npm run --silent build -w @hostplane/console
+  fi
 }
 
 # The packages (issue 23: packages/client, packages/cli) against a real server they start on PGlite.
 run_packages() {
   mapfile -t files < <(find packages -path '*/node_modules' -prune -o -path '*/test/*.test.ts' -print | sort)
   [ "${#files[@]}" -eq 0 ] && return 0
-  ensure_build && npm run --silent build:packages || return 1
+  # tsc only: the console was built by ensure_build (it runs while the API phase serves it).
+  ensure_build && npx tsc -b packages/client packages/cli || return 1
   node --import tsx --test --test-reporter=spec "${files[@]}"
 }
 

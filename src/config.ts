@@ -80,6 +80,11 @@ export interface Config {
   readonly faultsEnabled: boolean;
   /** `SMTP_URL`, default unset: mail is then kept in the outbox and listed at GET /admin/v1/mail. */
   readonly smtpUrl: string | null;
+  /**
+   * `HOSTPLANE_CONSOLE_DIR`, default unset: the web console's built files (served at /console); unset
+   * means `packages/console/dist` of the install (docs/architecture.md).
+   */
+  readonly consoleDir: string | null;
   /** `MAIL_FROM`, default `Hostplane <no-reply@hostplane.invalid>`. */
   readonly mailFrom: string;
   /**
@@ -456,6 +461,7 @@ export function loadConfig(env: Env = process.env): Config {
     clockMode: enumVar(env, 'HOSTPLANE_CLOCK', ['system', 'manual'], 'system', problems),
     faultsEnabled: enumVar(env, 'HOSTPLANE_FAULTS', ['on', 'off'], 'off', problems) === 'on',
     smtpUrl: urlVar(env, 'SMTP_URL', ['smtp:', 'smtps:'], problems),
+    consoleDir: env.HOSTPLANE_CONSOLE_DIR ? path.resolve(env.HOSTPLANE_CONSOLE_DIR) : null,
     mailFrom: env.MAIL_FROM || 'Hostplane <no-reply@hostplane.invalid>',
     driver: driverVars(env, dataDir, problems),
     jobs: Object.freeze({

@@ -8,6 +8,7 @@ import { archiveDownloadRoutes, archivesRoutes } from './modules/archives/archiv
 import { backupsRoutes } from './modules/backups/backups.routes.js';
 import { cacheRoutes } from './modules/cache/cache.routes.js';
 import { certificatesRoutes } from './modules/certificates/certificates.routes.js';
+import { consoleRoutes } from './modules/console/console.routes.js';
 import { domainsRoutes } from './modules/domains/domains.routes.js';
 import { domainStatusRoutes } from './modules/domains/domains.status.routes.js';
 import { installCopyRoutes } from './modules/installs/installs.copy.routes.js';
@@ -61,6 +62,8 @@ export const ROUTE_TABLE: readonly RouteGroup[] = [
       () => async (app) => {
         await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v1/swagger' } });
       },
+      // Issue 23: the web console's static files (its credential is the API's Basic auth, per call).
+      consoleRoutes,
     ],
   },
   {

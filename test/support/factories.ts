@@ -7,6 +7,8 @@ export interface Member {
   userId: string;
   email: string;
   username: string;
+  /** The credential's password (a browser signs in with it: the console tests). */
+  password: string;
   /** The `Authorization: Basic ...` value of the member's credential (for other app instances). */
   authorization: string;
   client: Client;
@@ -42,6 +44,7 @@ export function factories(t: Pick<TestApp, 'admin' | 'app'>) {
       userId: created.body.id,
       email,
       username: cred.body.username,
+      password: cred.body.password,
       authorization,
       client: clientFor(t.app, authorization),
     };

@@ -1073,6 +1073,9 @@ export const ROUTES: readonly SecuredRoute[] = [
   pub('GET', '/docs/static/*', '/docs/static/swagger-ui.css'),
   pub('GET', '/docs/json'),
   pub('GET', '/docs/yaml'),
+  // Issue 23: the web console's files (its API calls carry the credential, not these).
+  pub('GET', '/console', '/console', 301),
+  pub('GET', '/console/*', '/console/'),
   // An unknown token: a 404 (not a 401) shows it takes no credentials; invitations.test.ts accepts real ones.
   pub('POST', '/v1/invitations/:token/accept', `/v1/invitations/${'x'.repeat(43)}/accept`, 404),
 ];

@@ -41,6 +41,8 @@ export const EXTENSIONS: readonly string[] = [
   // Prometheus metrics (text, not JSON).
   'GET /metrics',
   'GET /docs*',
+  // Issue 23: the web console's static files (HTML, JS, CSS), or a 404 when it is not built.
+  'GET /console*',
   // Operations of asynchronous work (G10): the URL of every 202's Location header.
   'GET /v1/operations/{}',
   'GET /v1/installs/{}/operations',

@@ -107,7 +107,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
  */
 export function createHostplaneClient(options: HostplaneClientOptions): HostplaneClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
-  const authorization = `Basic ${Buffer.from(`${options.username}:${options.password}`).toString('base64')}`;
+  // UTF-8 then base64 with btoa: the same in Node.js and in a browser (the console), no Buffer.
+  const credential = new TextEncoder().encode(`${options.username}:${options.password}`);
+  const authorization = `Basic ${btoa(String.fromCharCode(...credential))}`;
   const api = createClient<paths>({
     baseUrl,
     headers: { authorization, accept: 'application/json' },
