@@ -27,7 +27,9 @@ module.exports = {
         'src/http/ is the shared HTTP layer (auth hooks, error renderer, pagination, Location, ETag): ' +
         'modules build on it, never the other way round. It knows no module and not the services.',
       from: { path: '^src/http/' },
-      to: { path: ['^src/modules/', '^src/services\\.ts$', '^src/app\\.ts$', '^src/main\\.ts$'] },
+      to: {
+        path: ['^src/modules/', '^src/services\\.ts$', '^src/routes\\.ts$', '^src/app\\.ts$', '^src/main\\.ts$'],
+      },
     },
     {
       name: 'db-only-config',
@@ -55,6 +57,16 @@ module.exports = {
         "that module's service, or a type the service re-exports.",
       from: { path: '^src/modules/([^/]+)/' },
       to: { path: '^src/modules/[^/]+/[^/]+\\.repo\\.ts$', pathNot: '^src/modules/$1/' },
+    },
+    {
+      name: 'operations-below-installs',
+      severity: 'error',
+      comment:
+        'Installs start operations (provisioning, copies), so operations sit below installs: ' +
+        'modules/operations names what it reads of an install (InstallLookup, InstallRef) and never ' +
+        'imports modules/installs, not even a type (no module-level cycle).',
+      from: { path: '^src/modules/operations/' },
+      to: { path: '^src/modules/installs/' },
     },
     {
       name: 'repo-only-from-its-module',
@@ -126,6 +138,15 @@ module.exports = {
         'them. A module that needs something of theirs takes it as a dependency.',
       from: { path: '^src/', pathNot: ['^src/cli\\.ts$', '^src/main\\.ts$'] },
       to: { path: ['^src/main\\.ts$', '^src/app\\.ts$'] },
+    },
+    {
+      name: 'only-the-app-imports-the-route-table',
+      severity: 'error',
+      comment:
+        'src/routes.ts is the table of every routes plugin; app.ts registers it. Nothing else mounts ' +
+        'routes (a module exports its plugin and the table names it).',
+      from: { path: '^(src|test|bench|scripts)/', pathNot: ['^src/app\\.ts$'] },
+      to: { path: '^src/routes\\.ts$' },
     },
     {
       name: 'src-not-to-test',

@@ -151,6 +151,16 @@ ensure_build() {
   fi
 }
 
+# The packages (issue 23: packages/client, packages/cli) against a real server they start on PGlite.
+run_packages() {
+  mapfile -t files < <(find packages -path '*/node_modules' -prune -o -path '*/test/*.test.ts' -print | sort)
+  [ "${#files[@]}" -eq 0 ] && return 0
+  ensure_build && npm run --silent build:packages || return 1
+  echo "== package tests"
+  node --import tsx --test --test-reporter=spec "${files[@]}" 2>&1 | tee -a "$log"
+  return "${PIPESTATUS[0]}"
+}
+
 run_api() {
   local db="$1"
   shift
@@ -171,6 +181,7 @@ case "$mode" in
   all)
     timed "typecheck + lint" bash -c 'npm run --silent typecheck && npm run --silent lint'
     timed unit run_unit
+    timed packages run_packages
     ensure_redis
     ensure_mariadb
     ensure_chromium
@@ -185,6 +196,7 @@ case "$mode" in
     exit "$status"
     ;;
   unit) run_unit ;;
+  packages) run_packages ;;
   api)
     ensure_redis
     ensure_mariadb
@@ -231,7 +243,7 @@ case "$mode" in
     exit "$status"
     ;;
   *)
-    echo "usage: scripts/test.sh [all|unit|api|pglite|postgres|files FILE...|postgres-files FILE...]" >&2
+    echo "usage: scripts/test.sh [all|unit|packages|api|pglite|postgres|files FILE...|postgres-files FILE...]" >&2
     exit 2
     ;;
 esac

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyError,
@@ -11,65 +10,37 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { type Database, ping } from './db/client.js';
-import type { HostingDriver } from './drivers/driver.js';
 import { Errors } from './errors.js';
 import { adminAuthHook, basicAuthHook, parseBasic } from './http/auth.js';
+import { httpEdge } from './http/edge.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { etagHook } from './http/etag.js';
 import { installInputGuard } from './http/input.js';
 import { lazySchemaCompilers } from './http/lazy-schemas.js';
 import { CACHED_OPERATIONS, createReadCache, type ReadCache } from './http/read-cache.js';
-import type { JobQueue } from './jobs/queue.js';
-import type { Mailer } from './mail/mailer.js';
-import { accountsRoutes } from './modules/accounts/accounts.routes.js';
-import { adminRoutes } from './modules/admin/admin.routes.js';
-import { adminTestingRoutes } from './modules/admin/admin.testing.routes.js';
-import { archiveDownloadRoutes, archivesRoutes } from './modules/archives/archives.routes.js';
-import { backupsRoutes } from './modules/backups/backups.routes.js';
-import { cacheRoutes } from './modules/cache/cache.routes.js';
-import { certificatesRoutes } from './modules/certificates/certificates.routes.js';
-import { domainsRoutes } from './modules/domains/domains.routes.js';
-import { domainStatusRoutes } from './modules/domains/domains.status.routes.js';
-import { installCopyRoutes } from './modules/installs/installs.copy.routes.js';
-import { installsRoutes } from './modules/installs/installs.routes.js';
+import { boundedCheck, probeTimeoutMs } from './http/readiness.js';
 import { metricsRoutes } from './modules/metrics/metrics.routes.js';
-import { createMetrics, type Metrics } from './modules/metrics/metrics.service.js';
-import { offloadRoutes } from './modules/offload/offload.routes.js';
-import { operationsRoutes } from './modules/operations/operations.routes.js';
-import { reportsRoutes } from './modules/reports/reports.routes.js';
-import { siteTransfersRoutes } from './modules/site-transfers/site-transfers.routes.js';
-import { sitesRoutes } from './modules/sites/sites.routes.js';
-import { sshKeysRoutes } from './modules/ssh-keys/ssh-keys.routes.js';
-import { healthRoutes, publicRoutes } from './modules/system/system.routes.js';
-import { usageAdminRoutes, usageRoutes } from './modules/usage/usage.routes.js';
-import { accountUsersRoutes, invitationsRoutes } from './modules/users/users.account-users.routes.js';
-import { usersRoutes } from './modules/users/users.routes.js';
-import type { RouteContext } from './route-context.js';
-import { createServices } from './services.js';
+import type { Metrics } from './modules/metrics/metrics.service.js';
+import { healthRoutes } from './modules/system/system.routes.js';
+import { type MountContext, openapiOptions, registerRoutes } from './routes.js';
+import type { Services } from './services.js';
 
 export interface AppDeps {
   config: Config;
+  /** The services of this app's database pool, built by the composition root (main.ts, the tests' harness). */
+  services: Services;
+  /** The pool requests use: /readyz pings it, the read cache hears its writes. */
   database: Database;
-  clock: Clock;
+  /** This process's metrics registry (GET /metrics); requests are counted there. */
+  metrics: Metrics;
   /** The Bearer token of /admin/v1 (from config or generated into DATA_DIR). */
   adminToken: string;
-  /** HOSTPLANE_SECRET_KEY (from config or generated into DATA_DIR): seals certificate private keys. */
-  secretKey: string;
   /** Pino options, or false for no logs (tests). */
   logger?: FastifyServerOptions['logger'];
   /** Shared rate-limit store (REDIS_URL). */
   redis?: Redis;
-  /** The started job queue: requests enqueue their jobs in their own transactions. */
-  queue: JobQueue;
-  /** Default: the driver the config names (simulated). */
-  driver?: HostingDriver;
-  /** Default: SMTP when SMTP_URL is set, else the outbox keeps mail. */
-  mailer?: Mailer;
-  /** This process's metrics (GET /metrics); default: a registry of this app's own, over `database`. */
-  metrics?: Metrics;
 }
 
 type Hook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -105,9 +76,12 @@ function trustProxyOption(trust: Config['trustProxy']) {
 
 /** The one place the HTTP application is assembled; everything comes in through `deps`. */
 export async function buildApp(deps: AppDeps) {
-  const { config, database, clock } = deps;
+  const { config, database, services, metrics } = deps;
+  // Issue 20: header/request timeouts, a clean 408, and a refused body read before its 413.
+  const edge = httpEdge(config.http);
   const app = Fastify({
     logger: deps.logger ?? false,
+    ...edge.serverOptions,
     bodyLimit: config.bodyLimitBytes,
     // TRUST_PROXY: only these load balancers' X-Forwarded-* are believed (request.ip, protocol, host).
     trustProxy: trustProxyOption(config.trustProxy),
@@ -126,6 +100,7 @@ export async function buildApp(deps: AppDeps) {
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  edge.install(app);
 
   // Every method and URL the app registers (test/api/security.test.ts checks each one is in its table).
   const routes: { method: string; url: string }[] = [];
@@ -147,9 +122,6 @@ export async function buildApp(deps: AppDeps) {
   app.addHook('onSend', etagHook);
 
   // Requests by route pattern (never the raw URL: ids would make a series each), and database errors.
-  const metrics =
-    deps.metrics ??
-    createMetrics({ database, pools: { main: database }, queueNames: deps.queue.queueNames() });
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.observeRequest(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
@@ -158,39 +130,7 @@ export async function buildApp(deps: AppDeps) {
     metrics.databaseError(error);
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Hostplane: Hosting Management Service Interface',
-        version: '1.0.0',
-        description: 'Sites, installs, domains, backups, transfers, users and usage of hosting accounts.',
-      },
-      servers: config.publicUrl ? [{ url: config.publicUrl }] : [],
-      components: {
-        securitySchemes: {
-          basicAuth: { type: 'http', scheme: 'basic' },
-          adminToken: { type: 'http', scheme: 'bearer' },
-          metricsToken: { type: 'http', scheme: 'bearer' },
-        },
-      },
-      security: [{ basicAuth: [] }],
-    },
-  });
-
-  const services = createServices({
-    config,
-    database,
-    clock,
-    secretKey: deps.secretKey,
-    queue: deps.queue,
-    ...(deps.driver && { driver: deps.driver }),
-    ...(deps.mailer && { mailer: deps.mailer }),
-  });
-
-  app.addHook('onClose', async () => {
-    await services.closeDriver();
-  });
+  await app.register(swagger, openapiOptions(config));
 
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {
@@ -224,90 +164,54 @@ export async function buildApp(deps: AppDeps) {
     notFoundHandler,
   );
 
-  const ctx: RouteContext = { config, services };
-
-  await app.register(healthRoutes(() => ping(database.db)));
-  await app.register(metricsRoutes(metrics, config.metricsToken));
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v1/swagger' } });
-  await app.register(
-    publicRoutes(
-      () => app.swagger(),
-      () => clock.now(),
-    ),
-    { prefix: '/v1' },
-  );
-  // No credentials: the invitation token is the secret (rate limited per client address).
-  await app.register(invitationsRoutes(ctx), { prefix: '/v1' });
-
-  let readCache: ReadCache | null = null;
-  await app.register(
-    async (v1) => {
-      // Added per route, after the rate limiter's own hook, so failed logins are rate limited too.
-      appendOnRequest(v1, basicAuthHook(services.authenticator));
-      // Issue 14: rendered bodies of the listed GETs, never stale (http/read-cache.ts).
-      if (config.readCache.entries > 0) {
-        const cache = createReadCache({
+  // Issue 14: rendered bodies of the listed GETs, never stale (http/read-cache.ts).
+  const readCache =
+    config.readCache.entries > 0
+      ? createReadCache({
           authenticator: services.authenticator,
-          clock,
+          clock: services.clock,
           publicUrl: config.publicUrl,
           entries: config.readCache.entries,
           bytes: config.readCache.bytes,
           writes: database.writes ?? null,
-        });
-        readCache = cache;
-        v1.addHook('onRoute', (route) => {
-          const operationId = (route.schema as { operationId?: string } | undefined)?.operationId;
-          if (route.method !== 'GET' || !operationId || !CACHED_OPERATIONS.has(operationId)) return;
-          route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), cache.preHandler];
-          route.onSend = [
-            ...(route.onSend ? [route.onSend].flat() : []),
-            cache.onSend,
-          ] as typeof route.onSend;
-        });
-      }
-      await v1.register(accountsRoutes(ctx));
-      await v1.register(usersRoutes(ctx));
-      await v1.register(sitesRoutes(ctx));
-      await v1.register(installsRoutes(ctx));
-      await v1.register(domainsRoutes(ctx));
-      await v1.register(certificatesRoutes(ctx));
-      await v1.register(operationsRoutes(ctx));
-      await v1.register(installCopyRoutes(ctx));
-      await v1.register(backupsRoutes(ctx));
-      await v1.register(usageRoutes(ctx));
-      await v1.register(cacheRoutes(ctx));
-      await v1.register(accountUsersRoutes(ctx));
-      await v1.register(sshKeysRoutes(ctx));
-      await v1.register(reportsRoutes(ctx));
-      // Issue 13.
-      await v1.register(offloadRoutes(ctx));
-      await v1.register(archivesRoutes(ctx));
-      await v1.register(domainStatusRoutes(ctx));
-      await v1.register(siteTransfersRoutes(ctx));
-    },
-    { prefix: '/v1' },
-  );
+        })
+      : null;
 
-  // Issue 13: signed archive links are their own credential (no Basic auth).
-  await app.register(archiveDownloadRoutes(ctx), { prefix: '/v1' });
-
-  await app.register(
-    async (admin) => {
-      appendOnRequest(admin, adminAuthHook(deps.adminToken, config.adminTokenPrevious));
-      await admin.register(adminRoutes(ctx));
-      await admin.register(adminTestingRoutes(ctx));
-      await admin.register(usageAdminRoutes(ctx));
+  const ctx: MountContext = {
+    config,
+    services,
+    metrics,
+    databaseReady: boundedCheck(() => ping(database.db), probeTimeoutMs(config.dbBudget)),
+    openapi: () => app.swagger(),
+  };
+  // The table of every route (routes.ts); each guard sets up its group's scope.
+  await registerRoutes(app, ctx, {
+    public: () => {},
+    basic: (v1) => {
+      // Added per route, after the rate limiter's own hook, so failed logins are rate limited too.
+      appendOnRequest(v1, basicAuthHook(services.authenticator));
+      if (readCache) cacheListedGets(v1, readCache);
     },
-    { prefix: '/admin/v1' },
-  );
+    admin: (admin) => appendOnRequest(admin, adminAuthHook(deps.adminToken, config.adminTokenPrevious)),
+  });
 
   return Object.assign(app, { services, routes, readCache, metrics }) as typeof app & {
-    services: typeof services;
+    services: Services;
     /** The read cache (null when READ_CACHE_ENTRIES=0). */
     readCache: ReadCache | null;
     metrics: Metrics;
     routes: readonly { method: string; url: string }[];
   };
+}
+
+/** The read cache in front of the GETs `CACHED_OPERATIONS` lists (by operationId), in this scope. */
+function cacheListedGets(scope: FastifyInstance, cache: ReadCache) {
+  scope.addHook('onRoute', (route) => {
+    const operationId = (route.schema as { operationId?: string } | undefined)?.operationId;
+    if (route.method !== 'GET' || !operationId || !CACHED_OPERATIONS.has(operationId)) return;
+    route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), cache.preHandler];
+    route.onSend = [...(route.onSend ? [route.onSend].flat() : []), cache.onSend] as typeof route.onSend;
+  });
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
@@ -320,10 +224,17 @@ export type { FastifyInstance };
 export async function buildProbeApp(
   deps: Pick<AppDeps, 'config' | 'database' | 'logger'> & { metrics: Metrics },
 ) {
-  const app = Fastify({ logger: deps.logger ?? false }).withTypeProvider<TypeBoxTypeProvider>();
+  const edge = httpEdge(deps.config.http);
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    ...edge.serverOptions,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  edge.install(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
-  await app.register(healthRoutes(() => ping(deps.database.db)));
+  // Issue 20 defect 4: the worker's ping runs on the background pool (long budgets): bounded here.
+  const ready = boundedCheck(() => ping(deps.database.db), probeTimeoutMs(deps.config.dbBudget));
+  await app.register(healthRoutes(ready));
   await app.register(metricsRoutes(deps.metrics, deps.config.metricsToken));
   return app;
 }

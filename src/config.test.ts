@@ -172,6 +172,30 @@ describe('loadConfig', () => {
     assert.equal(config.requestTimeoutMs, 0);
   });
 
+  it('issue 20 defect 7: HTTP timeouts default to headers 15 s, request 30 s, keep-alive 72 s, drain 32 MB / 10 s; they must nest', () => {
+    assert.deepEqual(loadConfig({}).http, {
+      headersTimeoutMs: 15_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 72_000,
+      drainBytes: 32 * 1024 * 1024,
+      drainTimeoutMs: 10_000,
+    });
+    assert.deepEqual(
+      problemsOf({
+        HTTP_HEADERS_TIMEOUT_MS: '20000',
+        HTTP_REQUEST_TIMEOUT_MS: '10000',
+        HTTP_DRAIN_TIMEOUT_MS: '12000',
+        HTTP_DRAIN_MB: '2000',
+      }),
+      [
+        'HTTP_HEADERS_TIMEOUT_MS (20000) must not exceed HTTP_REQUEST_TIMEOUT_MS (10000)',
+        'HTTP_DRAIN_TIMEOUT_MS (12000) must not exceed HTTP_REQUEST_TIMEOUT_MS (10000)',
+        'HTTP_DRAIN_MB must be an integer from 0 to 1024 (got "2000")',
+      ],
+    );
+    assert.equal(loadConfig({ HTTP_DRAIN_MB: '0' }).http.drainBytes, 0);
+  });
+
   it('issue 9: a lease shorter than two heartbeats is refused (one late beat would reap a live worker)', () => {
     assert.deepEqual(problemsOf({ JOB_HEARTBEAT_SECONDS: '5', JOB_LEASE_SECONDS: '9' }), [
       'JOB_LEASE_SECONDS (9) must be at least twice JOB_HEARTBEAT_SECONDS (5)',

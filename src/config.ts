@@ -100,6 +100,29 @@ export interface Config {
    * may still commit), so it is only a last guard for deployments that want one.
    */
   readonly requestTimeoutMs: number;
+  /** The HTTP server's limits on slow and oversized requests (issue 20, http/edge.ts). */
+  readonly http: HttpConfig;
+}
+
+/** What the HTTP server allows a client before it cuts the connection (issue 20, http/edge.ts). */
+export interface HttpConfig {
+  /** `HTTP_HEADERS_TIMEOUT_MS`, default 15000: a request's headers must all arrive within this, else 408. */
+  readonly headersTimeoutMs: number;
+  /**
+   * `HTTP_REQUEST_TIMEOUT_MS`, default 30000: the whole request, headers and body, must arrive within
+   * this, else 408 and the connection closes (a body trickled a byte at a time ends here).
+   */
+  readonly requestTimeoutMs: number;
+  /** `HTTP_KEEP_ALIVE_TIMEOUT_MS`, default 72000: an idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /**
+   * `HTTP_DRAIN_MB`, default 32 (0: never): the rest of a refused body (a 413) is read and discarded
+   * up to this many bytes before the answer, so a client still writing it reads the 413; a longer
+   * body is not read (the 413 is sent and the connection closed at once).
+   */
+  readonly drainBytes: number;
+  /** `HTTP_DRAIN_TIMEOUT_MS`, default 10000: how long that discarding may take (then the same). */
+  readonly drainTimeoutMs: number;
 }
 
 /** The local hosting driver (drivers/local/). */
@@ -309,6 +332,30 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
   return Object.freeze({ kind, durations, local });
 }
 
+/** The HTTP server's limits: the headers' and the drain's budgets fit in the whole request's. */
+function httpVars(env: Env, problems: string[]): HttpConfig {
+  const headersTimeoutMs = intVar(env, 'HTTP_HEADERS_TIMEOUT_MS', 15_000, 100, 600_000, problems);
+  const requestTimeoutMs = intVar(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000, problems);
+  const drainTimeoutMs = intVar(env, 'HTTP_DRAIN_TIMEOUT_MS', 10_000, 100, 600_000, problems);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    problems.push(
+      `HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
+  }
+  if (drainTimeoutMs > requestTimeoutMs) {
+    problems.push(
+      `HTTP_DRAIN_TIMEOUT_MS (${drainTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
+  }
+  return Object.freeze({
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: intVar(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000, problems),
+    drainBytes: intVar(env, 'HTTP_DRAIN_MB', 32, 0, 1024, problems) * 1024 * 1024,
+    drainTimeoutMs,
+  });
+}
+
 /** Reads every setting at once and throws one {@link ConfigError} listing every problem. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -388,6 +435,7 @@ export function loadConfig(env: Env = process.env): Config {
       jobStatementTimeoutMs: intVar(env, 'DB_JOB_STATEMENT_TIMEOUT_MS', 15_000, 100, 3_600_000, problems),
     }),
     requestTimeoutMs: intVar(env, 'REQUEST_TIMEOUT_MS', 0, 0, 600_000, problems),
+    http: httpVars(env, problems),
     extraCaCertsFile: env.NODE_EXTRA_CA_CERTS ? path.resolve(env.NODE_EXTRA_CA_CERTS) : null,
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -156,35 +156,38 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
     config.redisUrl && role !== 'worker'
       ? (await import('./redis.js')).createRedis(config.redisUrl)
       : undefined;
-  const app = apiDatabase
-    ? await buildApp({
-        config,
-        database: apiDatabase,
-        clock,
-        adminToken: admin.value,
-        secretKey,
-        redis,
-        queue,
-        logger: logOptions,
-        metrics,
-      })
-    : null;
-  // The worker's handlers use the background pool (a long step keeps its longer budget).
-  const services =
-    app && apiDatabase === database
-      ? app.services
-      : createServices({ config, database, clock, secretKey, queue });
-  const worker =
+  // The services, built once per pool: requests' on the API pool, and the worker's handlers on the
+  // background pool (a long step keeps its longer budget); one graph when the two are one pool.
+  const serviceDeps = { config, clock, secretKey, queue };
+  const apiServices = apiDatabase ? createServices({ ...serviceDeps, database: apiDatabase }) : null;
+  const jobServices =
     role === 'api'
       ? null
-      : createWorker({
-          queue,
-          handlers: services.jobHandlers,
-          sweep: services.due.sweep,
-          log,
-          outage,
-          config: config.jobs,
-        });
+      : apiServices && apiDatabase === database
+        ? apiServices
+        : createServices({ ...serviceDeps, database });
+  const app =
+    apiDatabase && apiServices
+      ? await buildApp({
+          config,
+          services: apiServices,
+          database: apiDatabase,
+          metrics,
+          adminToken: admin.value,
+          redis,
+          logger: logOptions,
+        })
+      : null;
+  const worker = jobServices
+    ? createWorker({
+        queue,
+        handlers: jobServices.jobHandlers,
+        sweep: jobServices.due.sweep,
+        log,
+        outage,
+        config: config.jobs,
+      })
+    : null;
   if (worker) metrics.observeJobs(worker.runner.events);
   const probe =
     role === 'worker' && config.metricsPort !== null
@@ -200,7 +203,9 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
     await app?.close();
     await probe?.close();
     await worker?.stop();
-    if (services !== app?.services) await services.closeDriver();
+    // What the services opened for the driver (the local driver's MariaDB pool), once the worker stopped.
+    await apiServices?.closeDriver();
+    if (jobServices !== apiServices) await jobServices?.closeDriver();
     await queue.stop();
     if (apiDatabase && apiDatabase !== database) await apiDatabase.close();
     await database.close();
@@ -247,7 +252,7 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
   print(`Hostplane is serving ${base}/v1 on ${where}`);
   print(
     worker
-      ? `Jobs: running in this process (${queue.queueNames().length} queues, ${services.driver.name} hosting driver)`
+      ? `Jobs: running in this process (${queue.queueNames().length} queues, ${jobServices?.driver.name} hosting driver)`
       : 'Jobs: not run here (API only); run "hostplane worker" beside it',
   );
   if (config.clockMode === 'manual')

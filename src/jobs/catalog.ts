@@ -117,7 +117,7 @@ export const JOBS = {
   },
   /**
    * Site reports: a due schedule's report (modules/reports). One queued run per schedule; the
-   * report row and its outbox rows commit together, so a retry never mails twice.
+   * report row and its outbox rows commit together, so a retry never queues a second message.
    */
   'site-report-generate': {
     payload: Type.Object({ schedule_id: Type.String({ format: 'uuid' }) }),

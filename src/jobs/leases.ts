@@ -72,7 +72,7 @@ export function createLease({ queue, config, log, outage, onLost }: LeaseDeps) {
       next();
     },
 
-    /** Stops the heartbeat, then retires the lease: claims still held (a drain that could not record) are retried. */
+    /** Stops the heartbeat, then retires the lease: claims still held (a drain that could not record) are given back, no retry spent. */
     async stop() {
       stopped = true;
       clearTimeout(timer);

@@ -14,7 +14,7 @@ export interface JobLog {
 }
 
 export interface RunnerDeps {
-  queue: Pick<JobQueue, 'fetch' | 'complete' | 'fail' | 'queueNames'>;
+  queue: Pick<JobQueue, 'fetch' | 'complete' | 'fail' | 'release' | 'queueNames'>;
   /** One handler per job name (`JobHandlers`, built by the composition root: services.ts). */
   handlers: Readonly<Record<string, JobHandler<never>>>;
   /** Enqueues due work (jobs/due.ts) and answers how many jobs it enqueued. */
@@ -47,7 +47,7 @@ export interface JobFinished {
 }
 
 class JobAborted extends Error {}
-/** A job given back without blaming it (a drain's timeout, a lost lease): retried at once. */
+/** A job given back without blaming it (a drain's timeout, a lost lease): retried at once, no retry spent. */
 class JobReleased extends JobAborted {}
 
 function errorMessage(output: unknown): string {
@@ -148,8 +148,11 @@ export function createJobRunner({ queue, handlers, sweep, log, workerId, outage 
         const released = controller.signal.reason instanceof JobReleased;
         const level = controller.signal.aborted ? 'warn' : 'error';
         log[level]({ err, job: job.id, queue: queueName, attempt: job.retryCount + 1 }, 'job failed');
+        const options = owner ? { workerId: owner } : {};
         await settle(job, queueName, () =>
-          queue.fail(queueName, job.id, err, { ...(owner && { workerId: owner }), retryNow: released }),
+          released
+            ? queue.release(queueName, job.id, (controller.signal.reason as Error).message, options)
+            : queue.fail(queueName, job.id, err, options),
         );
         if (released) finished('released');
         else finished('failed', err);
@@ -161,7 +164,7 @@ export function createJobRunner({ queue, handlers, sweep, log, workerId, outage 
     await done;
   }
 
-  /** Stops running jobs without blaming them: each is failed for an immediate retry. */
+  /** Stops running jobs without blaming them: each is given back for an immediate retry (no retry spent). */
   function releaseAll(reason: string) {
     for (const r of running.values()) r.controller.abort(new JobReleased(reason));
   }
@@ -212,7 +215,7 @@ export interface WorkerDeps extends Omit<RunnerDeps, 'workerId'> {
  * so a killed worker's jobs are retried within seconds. No loop ends on a database error: each logs
  * the outage once (jobs/outage.ts), backs off and resumes when the database answers again.
  * `stop()` drains: no new fetches, running jobs finish until the drain timeout, and what is still
- * running then is released (failed for an immediate retry elsewhere).
+ * running then is released (given back, its retries unspent, for an immediate retry elsewhere).
  */
 export function createWorker(deps: WorkerDeps) {
   const { queue, config, log } = deps;
@@ -346,7 +349,7 @@ export function createWorker(deps: WorkerDeps) {
         ]);
         clearTimeout(timer);
         if (finished !== 'done') {
-          // Released: each attempt is failed for an immediate retry in a live worker.
+          // Released: each job is given back, untried, for an immediate retry in a live worker.
           runner.releaseAll('released on shutdown');
           await Promise.all([...runner.running.values()].map((r) => r.done));
         }

@@ -205,4 +205,40 @@ describe('workers', () => {
     // The released job is still there for the next worker.
     assert.equal((await t.runJobs()) >= 1, true);
   });
+
+  it('issue 20 defect 3: a job released by six shutdowns in a row spends none of its retries; the next worker completes it', async () => {
+    const releases = JOBS['mail-deliver'].retryLimit + 1; // one more than its retries: failed before the fix
+    const attempts: JobContext[] = [];
+    const exhausted: string[] = [];
+    const id = await enqueueMail();
+    for (let i = 0; i <= releases; i++) {
+      const last = i === releases;
+      const worker = createWorker({
+        queue: t.queue,
+        handlers: handlersWith({
+          run: async (_p, ctx) => {
+            attempts.push(ctx);
+            if (!last) await once(ctx.signal, 'abort'); // longer than the drain: released
+          },
+          exhausted: async (_p, error) => void exhausted.push(error),
+        }),
+        sweep: async () => 0,
+        log: silent,
+        config: workerConfig,
+      });
+      const started = once(worker.runner.events, JOB_STARTED);
+      await worker.start();
+      await started;
+      await worker.stop(last ? undefined : 0);
+      if (!last)
+        assert.deepEqual(await t.queue.jobState('mail-deliver', id ?? ''), { state: 'retry', retryCount: 0 });
+    }
+    assert.deepEqual(
+      attempts.map((a) => `${a.attempt} ${a.lastAttempt}`),
+      Array.from({ length: releases + 1 }, () => '1 false'),
+      'a released attempt is not counted',
+    );
+    assert.deepEqual(exhausted, []);
+    assert.deepEqual(await t.queue.jobState('mail-deliver', id ?? ''), { state: 'completed', retryCount: 0 });
+  });
 });

@@ -95,6 +95,35 @@ describe('mail delivery through SMTP_URL (C6, B3, R3)', () => {
     assert.match(row.last_error, /451/);
   });
 
+  it('issue 20 defect 5: at least once: a message the server took but whose reply was lost is delivered again, with the same Message-ID', async () => {
+    const w = await readyWorld(t, f);
+    const res = await backupWithMail(w, ['window@example.test']);
+    const before = smtp.received.length;
+    smtp.loseReplyNext(1); // the server keeps the first delivery; the worker sees a failure
+    try {
+      await t.runJobs(); // the backup, then the mail job: its attempt "fails", the retry delivers again
+    } finally {
+      smtp.loseReplyNext(0);
+    }
+    const op = await operationOf(w.owner.client, res);
+    const rows = await mailOf(t, op.id);
+    assert.equal(rows.length, 1, 'one outbox message');
+    const [row] = rows;
+    assert.equal(row.status, 'sent');
+    assert.equal(row.attempts, 2);
+    const delivered = smtp.received.slice(before);
+    assert.deepEqual(
+      delivered.map((m) => m.to),
+      [['window@example.test'], ['window@example.test']],
+      'SMTP cannot make this exactly once: delivered twice',
+    );
+    // The receiver can drop the second: both carry the outbox message's stable Message-ID.
+    assert.deepEqual(
+      delivered.map((m) => header(m.raw, 'Message-ID')),
+      [`<${row.id}@hostplane>`, `<${row.id}@hostplane>`],
+    );
+  });
+
   it('C6 B3 R3 a message refused on every attempt ends failed, listed with the last error', async () => {
     const w = await readyWorld(t, f);
     const res = await backupWithMail(w, ['never@example.test']);

@@ -3,13 +3,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
+import { queryRows } from '../../src/db/client.js';
 import { backups, mailOutbox, operations } from '../../src/db/schema.js';
 import { cloneDatabase, TEST_DB } from '../support/databases.js';
 import { factories } from '../support/factories.js';
 import { ADMIN_TOKEN, buildTestApp, type Json } from '../support/harness.js';
 import { header, smtpCapture } from '../support/jobs.js';
 import { type Running, runCli } from '../support/process.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-jobs-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -245,6 +247,43 @@ if (TEST_DB === 'postgres') {
       }
     });
 
+    it("issue 20 defect 4: a worker's /readyz (METRICS_PORT) answers 503 within its budget while the database is silent, probes at once included; 200 again after", async () => {
+      const direct = new URL(t.databaseUrl ?? '');
+      const proxy = await startTcpProxy(Number(direct.port || 5432), direct.hostname);
+      const viaProxy = new URL(direct);
+      viaProxy.hostname = '127.0.0.1';
+      viaProxy.port = String(proxy.port);
+      const worker = runCli(['worker'], {
+        ...workerEnv,
+        DATABASE_URL: viaProxy.toString(),
+        METRICS_PORT: '0',
+        HOST: '127.0.0.1',
+      });
+      try {
+        const [, port] = await worker.waitFor(/Metrics and probes: http:\/\/127\.0\.0\.1:(\d+)\/metrics/);
+        // A probe gives up after 8 s (an orchestrator's probe timeout); the budget is 2.5 s by default.
+        const probe = async () => {
+          try {
+            const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(8000) });
+            return `${res.status} ${Object.keys((await res.json()) as object).join(',')}`;
+          } catch (err) {
+            return `no answer: ${(err as Error).name}`;
+          }
+        };
+        assert.equal(await probe(), '200 status');
+        await proxy.cut('freeze');
+        const answers: string[] = [];
+        for (let wave = 0; wave < 3; wave++) answers.push(...(await Promise.all([1, 2, 3, 4].map(probe))));
+        await proxy.restore();
+        assert.deepEqual(answers, Array(12).fill('503 message'));
+        await until('readyz to answer 200 again', async () => (await probe()) === '200 status');
+        assert.equal(await stop(worker), 0, worker.output());
+      } finally {
+        await stop(worker, 'SIGKILL');
+        await proxy.close();
+      }
+    });
+
     it('hostplane api serves without running jobs; the manual clock is refused outside hostplane serve', async () => {
       const api = runCli(['api'], { ...workerEnv, PORT: '0', HOST: '127.0.0.1' });
       try {
@@ -279,6 +318,93 @@ if (TEST_DB === 'postgres') {
         assert.equal(await opStatus(opId), 'in_progress');
         worker = await startWorker();
         await until('the backup to complete', async () => (await opStatus(opId)) === 'completed');
+        assert.equal(await stop(worker), 0);
+      } finally {
+        await stop(worker, 'SIGKILL');
+      }
+    });
+  });
+
+  describe('issue 20 defect 3: a graceful shutdown is not a failed attempt (PostgreSQL)', async () => {
+    // Attempts may run a minute here: a step outlives the 1 s drain, never its expiry.
+    const jobEnv = {
+      JOB_EXPIRE_SECONDS: '60',
+      JOB_RETRY_DELAY_SECONDS: '0',
+      JOB_POLL_INTERVAL_MS: '200',
+      JOB_SWEEP_INTERVAL_MS: '200',
+      JOB_DRAIN_SECONDS: '1',
+    };
+    const t = await buildTestApp({ env: jobEnv });
+    const f = factories(t);
+    const workerEnv = {
+      ...jobEnv,
+      DATABASE_URL: t.databaseUrl ?? '',
+      DATA_DIR: path.join(tmp, 'shutdowns'),
+      HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
+      HOSTPLANE_FAULTS: 'on',
+      SIMULATED_DURATIONS: 'provision=0,backup=1',
+    };
+    const startWorker = async () => {
+      const run = runCli(['worker'], workerEnv);
+      await run.waitFor(/Hostplane worker is running \d+ job queues on PostgreSQL/);
+      return run;
+    };
+    const retryCounts = async (opId: string) =>
+      (
+        await queryRows<{ n: number }>(
+          t.database.db,
+          sql`select retry_count as n from pgboss.job where data->>'operation_id' = ${opId}
+              union all select retry_count from pgboss.archive where data->>'operation_id' = ${opId}`,
+        )
+      ).map((r) => Number(r.n));
+
+    it('issue 20 defect 3: SIGTERM five times in a row during a step longer than the drain: the backup still completes, its retry count unchanged', async () => {
+      const SHUTDOWNS = 5; // the step's retry limit is 3: before the fix the 4th shutdown failed it
+      const w = await f.world();
+      let worker = await startWorker();
+      try {
+        await until(
+          'provisioning',
+          async () => (await w.owner.client.get(`/v1/installs/${w.install.id}`)).body.status === 'active',
+        );
+        // Each of the next five backup calls hangs (until its job is aborted): a step longer than the drain.
+        await t.admin.post('/admin/v1/faults', { operation: 'backup', count: SHUTDOWNS, mode: 'hang' });
+        const backup = await w.owner.client.post(`/v1/installs/${w.install.id}/backups`, {
+          description: 'shut down five times',
+          notification_emails: [],
+        });
+        assert.equal(backup.status, 202, JSON.stringify(backup.body));
+        const opId = new URL(String(backup.headers.location)).pathname.split('/').pop() ?? '';
+        const status = async () =>
+          (
+            await t.database.db
+              .select({ s: operations.status })
+              .from(operations)
+              .where(eq(operations.id, opId))
+          )[0]?.s;
+        for (let i = 1; i <= SHUTDOWNS; i++) {
+          // The worker is inside the i-th hung call (its fault taken), or the operation ended early.
+          await until(`hung call ${i}`, async () => {
+            const left = (await t.admin.get('/admin/v1/faults')).body.faults.find(
+              (x: Json) => x.operation === 'backup',
+            );
+            const ended = ['completed', 'failed'].includes((await status()) ?? '');
+            return ended || (left?.count ?? 0) === SHUTDOWNS - i;
+          });
+          assert.equal(await status(), 'in_progress', `after ${i - 1} shutdowns`);
+          assert.equal(await stop(worker), 0, worker.output());
+          assert.deepEqual(await retryCounts(opId), [0], `shutdown ${i} left the retry count as it was`);
+          worker = await startWorker();
+        }
+        await until('the backup to complete', async () =>
+          ['completed', 'failed'].includes((await status()) ?? ''),
+        );
+        assert.equal(await status(), 'completed');
+        assert.ok(
+          (await retryCounts(opId)).every((n) => n === 0),
+          'no attempt of the backup was counted',
+        );
+        assert.equal(await t.app.services.faults.countApplied(w.install.id, 'backup'), 1);
         assert.equal(await stop(worker), 0);
       } finally {
         await stop(worker, 'SIGKILL');

@@ -12,6 +12,8 @@ import { BOSS_SCHEMA, createJobQueue, type JobQueue } from '../../src/jobs/queue
 import { createJobRunner, type JobRunner } from '../../src/jobs/worker.js';
 import type { Mailer } from '../../src/mail/mailer.js';
 import { loggerOptions } from '../../src/main.js';
+import { createMetrics } from '../../src/modules/metrics/metrics.service.js';
+import { createServices } from '../../src/services.js';
 import { cloneDatabase } from './databases.js';
 import { localHosting } from './local-hosting.js';
 import { checkWire } from './wire.js';
@@ -175,10 +177,11 @@ function skipEmptyQueues(queue: JobQueue, database: Database) {
     );
     return new Set(rows.map((r) => r.name));
   };
-  const filtered: Pick<JobQueue, 'fetch' | 'complete' | 'fail' | 'queueNames'> = {
+  const filtered: Pick<JobQueue, 'fetch' | 'complete' | 'fail' | 'release' | 'queueNames'> = {
     queueNames: () => queue.queueNames(),
     complete: (...args) => queue.complete(...args),
     fail: (...args) => queue.fail(...args),
+    release: (...args) => queue.release(...args),
     async fetch(name, batchSize, options) {
       ready ??= await readyQueues();
       if (!ready.has(name)) return [];
@@ -216,16 +219,24 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     ...(options.databaseUrl && { databaseUrl: options.databaseUrl }),
   });
   await queue.start();
-  const app = await buildApp({
+  // The composition root of the tests, as src/main.ts's of one process on one pool.
+  const services = createServices({
     config,
     database,
     clock,
-    adminToken: ADMIN_TOKEN,
     secretKey: config.secretKey ?? SECRET_KEY,
-    logger: options.logStream ? { ...loggerOptions(config), stream: options.logStream } : false,
-    ...(options.redis && { redis: options.redis }),
     queue,
     ...(options.mailer && { mailer: options.mailer }),
+  });
+  const metrics = createMetrics({ database, pools: { main: database }, queueNames: queue.queueNames() });
+  const app = await buildApp({
+    config,
+    services,
+    database,
+    metrics,
+    adminToken: ADMIN_TOKEN,
+    logger: options.logStream ? { ...loggerOptions(config), stream: options.logStream } : false,
+    ...(options.redis && { redis: options.redis }),
   });
   checkResponsesAgainstReference(app);
   await app.ready();
@@ -256,6 +267,7 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     jobLog,
     close: async () => {
       await app.close();
+      await services.closeDriver();
       await queue.stop();
     },
   };

@@ -57,11 +57,20 @@ export interface CapturedMail {
 
 /**
  * A real SMTP server on a local port (smtp-server) that keeps what it receives. `refuseNext(n)`
- * makes it answer the next n messages with a temporary failure (451).
+ * makes it answer the next n messages with a temporary failure (451). Two ways to open SMTP's
+ * at-least-once window (issue 20 defect 5), where the server has taken a message but the client never
+ * reads the 250 that says so: `loseReplyNext(n)` keeps the next n messages and answers each with a
+ * 451 (what a client whose reply was lost concludes); `holdReplyTo(address)` keeps the next message to
+ * that address and holds its 250 until `releaseReplies()` (a test kills the sending worker
+ * meanwhile). `held` lists the messages taken whose reply is still held.
  */
 export async function smtpCapture() {
   const received: CapturedMail[] = [];
+  const held: CapturedMail[] = [];
   let refusals = 0;
+  let lostReplies = 0;
+  let holdFor: string | null = null;
+  let pending: (() => void)[] = [];
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
@@ -76,11 +85,23 @@ export async function smtpCapture() {
           callback(err);
           return;
         }
-        received.push({
+        const mail = {
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           to: session.envelope.rcptTo.map((r) => r.address),
           raw: Buffer.concat(chunks).toString('utf8'),
-        });
+        };
+        received.push(mail);
+        if (lostReplies > 0) {
+          lostReplies--;
+          callback(Object.assign(new Error('reply lost (the message was taken)'), { responseCode: 451 }));
+          return;
+        }
+        if (holdFor && mail.to.includes(holdFor)) {
+          holdFor = null;
+          held.push(mail);
+          pending.push(() => callback());
+          return;
+        }
         callback();
       });
     },
@@ -96,7 +117,28 @@ export async function smtpCapture() {
     refuseNext(n: number) {
       refusals = n;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    loseReplyNext(n: number) {
+      lostReplies = n;
+    },
+    held,
+    /** Holds the 250 of the next message to `address` until `releaseReplies()`. */
+    holdReplyTo(address: string) {
+      holdFor = address;
+    },
+    /** Sends the held 250s (to a connection that may be gone by now). */
+    releaseReplies() {
+      holdFor = null;
+      held.length = 0;
+      const replies = pending;
+      pending = [];
+      for (const reply of replies) reply();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        holdFor = null;
+        for (const reply of pending.splice(0)) reply();
+        server.close(() => resolve());
+      }),
   };
 }
 

@@ -6,6 +6,7 @@ import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
 import type { AccountsService } from '../accounts/accounts.service.js';
+import { assertProvisioned } from '../operations/operations.service.js';
 import type { SitesService } from '../sites/sites.service.js';
 import * as repo from './installs.repo.js';
 
@@ -67,16 +68,6 @@ const environmentUnavailable = (environment: string, holder?: string) =>
   );
 
 /** I7/G12: an install still being provisioned is busy: a 400 naming why, on `field`. */
-export function assertProvisioned(install: { name: string; status: string }, field = 'install_id') {
-  if (install.status !== 'pending') return;
-  throw Errors.valueUnavailable(
-    'install',
-    field,
-    `Install ${install.name} is busy: it is still being provisioned (status pending)`,
-    'install_busy',
-  );
-}
-
 export function createInstallsService({
   db,
   accounts,

@@ -1,4 +1,4 @@
-import { type Caller, requireAccount, requireInstall } from '../../auth/access.js';
+import { type Action, type Caller, requireAccount, requireInstall } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import type { Page } from '../../db/page.js';
@@ -9,8 +9,6 @@ import { scheduleAt } from '../../jobs/due.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { operationFinishedMail } from '../../mail/templates/operation-finished.js';
-import type { InstallRow } from '../installs/installs.service.js';
-import { assertProvisioned, type InstallsService } from '../installs/installs.service.js';
 import {
   assertShape,
   inputOf,
@@ -34,6 +32,34 @@ export {
 
 export type { OperationRow } from './operations.repo.js';
 
+/**
+ * An install as operations read it (the installs module's row has these fields, and more). Operations
+ * sit below installs (installs start operations), so they name what they need instead of importing it.
+ */
+export interface InstallRef {
+  id: string;
+  name: string;
+  status: string;
+}
+
+/** What operations need of the installs service (it gives more). */
+export interface InstallLookup {
+  /** 404 when the caller cannot see the install, 403 when the role does not allow `action`. */
+  requireInstall(caller: Caller, installId: string, action: Action): Promise<unknown>;
+  findById(installId: string | null, tx?: Db): Promise<InstallRef | null>;
+}
+
+/** G12: an install still being provisioned is busy (a 400 install_busy on `field`). */
+export function assertProvisioned(install: { name: string; status: string }, field = 'install_id') {
+  if (install.status !== 'pending') return;
+  throw Errors.valueUnavailable(
+    'install',
+    field,
+    `Install ${install.name} is busy: it is still being provisioned (status pending)`,
+    'install_busy',
+  );
+}
+
 /** An operation's visible status: queued -> in_progress -> completed | failed. */
 export const OPERATION_STATUSES = ['queued', 'in_progress', 'completed', 'failed'] as const;
 const TERMINAL = new Set(['completed', 'failed']);
@@ -41,7 +67,7 @@ const TERMINAL = new Set(['completed', 'failed']);
 export interface OperationsDeps {
   db: Db;
   clock: Clock;
-  installs: Pick<InstallsService, 'requireInstall' | 'findById'>;
+  installs: InstallLookup;
   outbox: Pick<Outbox, 'add'>;
   queue: Pick<JobQueue, 'enqueue'>;
 }
@@ -168,7 +194,7 @@ export function createOperationsService({ db, clock, installs, outbox, queue }: 
   const records = createOperationRecords({ clock, queue });
 
   /** The notification mails (C6, B3, R3), in the transaction that ends the operation. */
-  async function notify(tx: Db, op: repo.OperationRow, install: InstallRow | null, outcome: Outcome) {
+  async function notify(tx: Db, op: repo.OperationRow, install: InstallRef | null, outcome: Outcome) {
     const emails = notificationEmailsOf(op);
     if (emails.length === 0 || !op.completed_at || !op.install_id) return;
     const mail = operationFinishedMail({
@@ -253,7 +279,7 @@ export function createOperationsService({ db, clock, installs, outbox, queue }: 
      * conflicts with any open read or write of the install; a read (backup, copy from) with a write.
      * Call with the install row locked, so two requests cannot both pass.
      */
-    async assertIdle(tx: Db, install: InstallRow, intent: Intent, field: string) {
+    async assertIdle(tx: Db, install: InstallRef, intent: Intent, field: string) {
       assertProvisioned(install, field);
       const open = await repo.openTouching(tx, install.id);
       const conflict = open.find((op) => {

@@ -1,0 +1,745 @@
+import fs from 'node:fs';
+import { createHostplaneClient, type HostplaneClient, type Operation } from '@hostplane/client';
+import { Command, Option } from 'commander';
+import { completionScript } from './completion.js';
+import { type Env, profilesFile, readProfiles, resolveProfile, saveProfile } from './credentials.js';
+import { CliError, EXIT, EXIT_CODES_HELP } from './exit-codes.js';
+import { type Io, Printer, table } from './output.js';
+import { progressReporter } from './progress.js';
+
+export interface Context {
+  env: Env;
+  io: Io;
+  /** Reads stdin to its end (a password for `profile set`). */
+  readStdin: () => Promise<string>;
+}
+
+interface GlobalOptions {
+  json?: boolean;
+  profile?: string;
+}
+
+const BIN = 'hostplane-cli';
+
+/** A subcommand with its description and an example in its --help. */
+function command(parent: Command, spec: string, description: string, example: string): Command {
+  return parent
+    .command(spec)
+    .description(description)
+    .addHelpText('after', `\nExample:\n  $ ${BIN} ${example}\n`);
+}
+
+/** A group of subcommands (`sites`, `installs`, ...) with an example. */
+function group(program: Command, name: string, description: string, example: string): Command {
+  return command(program, name, description, example);
+}
+
+const listOptions = (cmd: Command) =>
+  cmd
+    .option('--limit <n>', 'records per page (0-100)', toInt, 100)
+    .option('--offset <n>', 'first record', toInt, 0);
+
+function toInt(value: string): number {
+  if (!/^\d+$/.test(value)) throw new CliError(`Not a whole number: ${value}`, EXIT.usage);
+  return Number(value);
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+export function buildProgram(ctx: Context): Command {
+  const program = new Command(BIN)
+    .description("The command line of Hostplane's API: sites, installs, domains, backups, users, transfers.")
+    .option('--json', "print JSON (the API's own records) instead of tables")
+    .option(
+      '-p, --profile <name>',
+      'use this profile of the profile file (default: HOSTPLANE_PROFILE, else "default")',
+    )
+    .showHelpAfterError()
+    .configureOutput({
+      writeOut: (s) => ctx.io.stdout.write(s),
+      writeErr: (s) => ctx.io.stderr.write(s),
+    })
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Credentials: HOSTPLANE_URL, HOSTPLANE_USERNAME and HOSTPLANE_PASSWORD, or a named profile in
+${profilesFile(ctx.env)} (HOSTPLANE_PROFILES_FILE overrides; it must have mode 0600).
+
+Example:
+  $ export HOSTPLANE_URL=https://hosting.example.com HOSTPLANE_USERNAME=hp_... HOSTPLANE_PASSWORD=...
+  $ ${BIN} sites list
+  $ ${BIN} backup <install-id> --wait
+
+${EXIT_CODES_HELP}
+`,
+    );
+
+  const globals = (cmd: Command) => cmd.optsWithGlobals<GlobalOptions>();
+  const printer = (cmd: Command) => new Printer(ctx.io, Boolean(globals(cmd).json));
+  const client = (cmd: Command): HostplaneClient => {
+    const profile = resolveProfile(ctx.env, globals(cmd).profile);
+    return createHostplaneClient({
+      baseUrl: profile.url,
+      username: profile.username,
+      password: profile.password,
+    });
+  };
+
+  /** Follows an operation (with --wait): progress on stderr; OperationFailedError (exit 7) when it fails. */
+  const follow = async (hp: HostplaneClient, operation: string): Promise<Operation> => {
+    const progress = progressReporter(ctx.io);
+    try {
+      return await hp.waitForOperation(operation, { onProgress: (op) => progress.update(op) });
+    } finally {
+      progress.done();
+    }
+  };
+
+  /** Prints what an asynchronous request started, and with --wait follows its operation. */
+  const started = async (
+    cmd: Command,
+    hp: HostplaneClient,
+    result: { data: unknown; location: string | null },
+    wait: boolean | undefined,
+  ) => {
+    const out = printer(cmd);
+    const operationUrl = result.location;
+    const operation = wait && operationUrl ? await follow(hp, operationUrl) : null;
+    if (out.json) return out.one({ data: result.data, operation_url: operationUrl, operation });
+    out.one(result.data);
+    if (operation) out.note(`operation ${operation.id}: ${operation.status}`);
+    else if (operationUrl)
+      out.note(`started; follow it with: ${BIN} operations get ${operationUrl.split('/').pop()} --wait`);
+  };
+
+  // ---------------------------------------------------------------- accounts (read only)
+  const accounts = group(program, 'accounts', 'The accounts this credential belongs to', 'accounts list');
+  listOptions(command(accounts, 'list', 'List accounts', 'accounts list --json')).action(
+    async (opts, cmd) => {
+      const page = await client(cmd).get('/v1/accounts', {
+        params: { query: { limit: opts.limit, offset: opts.offset } },
+      });
+      printer(cmd).list(page, ['id', 'name', 'nickname']);
+    },
+  );
+  command(accounts, 'get <account-id>', 'Show one account', 'accounts get 6f1c...').action(
+    async (id, _o, cmd) => {
+      printer(cmd).one(
+        await client(cmd).get('/v1/accounts/{account_id}', { params: { path: { account_id: id } } }),
+      );
+    },
+  );
+
+  // ---------------------------------------------------------------- sites
+  const sites = group(program, 'sites', 'Sites (a group of installs)', 'sites list --account <account-id>');
+  listOptions(
+    command(sites, 'list', 'List sites', 'sites list --account <account-id>').option(
+      '--account <id>',
+      'only this account',
+    ),
+  ).action(async (opts, cmd) => {
+    const page = await client(cmd).get('/v1/sites', {
+      params: {
+        query: { limit: opts.limit, offset: opts.offset, ...(opts.account && { account_id: opts.account }) },
+      },
+    });
+    printer(cmd).list(page, ['id', 'name', 'account', 'group_name', 'tags', 'installs']);
+  });
+  command(sites, 'get <site-id>', 'Show one site', 'sites get <site-id>').action(async (id, _o, cmd) => {
+    printer(cmd).one(await client(cmd).get('/v1/sites/{site_id}', { params: { path: { site_id: id } } }));
+  });
+  command(sites, 'create', 'Create a site', 'sites create --account <account-id> --name "Shop"')
+    .requiredOption('--account <id>', 'account of the site')
+    .requiredOption('--name <name>', 'name of the site')
+    .option('--group <name>', 'group name')
+    .option('--tag <tag>', 'a tag (repeat for more)', collect)
+    .action(async (opts, cmd) => {
+      const { data } = await client(cmd).post('/v1/sites', {
+        body: {
+          account_id: opts.account,
+          name: opts.name,
+          ...(opts.group && { group_name: opts.group }),
+          ...(opts.tag && { tags: opts.tag }),
+        },
+      });
+      printer(cmd).one(data);
+    });
+  command(sites, 'update <site-id>', 'Change a site', 'sites update <site-id> --name "New name" --tag eu')
+    .option('--name <name>', 'new name')
+    .option('--group <name>', 'new group name ("" clears it)')
+    .option('--tag <tag>', 'replace the tags (repeat for more)', collect)
+    .action(async (id, opts, cmd) => {
+      const { data } = await client(cmd).patch('/v1/sites/{site_id}', {
+        params: { path: { site_id: id } },
+        body: {
+          ...(opts.name !== undefined && { name: opts.name }),
+          ...(opts.group !== undefined && { group_name: opts.group === '' ? null : opts.group }),
+          ...(opts.tag && { tags: opts.tag }),
+        },
+      });
+      printer(cmd).one(data);
+    });
+  command(sites, 'delete <site-id>', 'Delete an empty site', 'sites delete <site-id>').action(
+    async (id, _o, cmd) => {
+      await client(cmd).delete('/v1/sites/{site_id}', { params: { path: { site_id: id } } });
+      printer(cmd).one(null);
+    },
+  );
+
+  // ---------------------------------------------------------------- installs
+  const installs = group(
+    program,
+    'installs',
+    'Installs (environments of a site)',
+    'installs list --account <account-id>',
+  );
+  listOptions(
+    command(installs, 'list', 'List installs', 'installs list --account <account-id>').option(
+      '--account <id>',
+      'only this account',
+    ),
+  ).action(async (opts, cmd) => {
+    const page = await client(cmd).get('/v1/installs', {
+      params: {
+        query: { limit: opts.limit, offset: opts.offset, ...(opts.account && { account_id: opts.account }) },
+      },
+    });
+    printer(cmd).list(page, ['id', 'name', 'environment', 'status', 'site', 'primary_domain']);
+  });
+  command(installs, 'get <install-id>', 'Show one install', 'installs get <install-id>').action(
+    async (id, _o, cmd) => {
+      printer(cmd).one(
+        await client(cmd).get('/v1/installs/{install_id}', { params: { path: { install_id: id } } }),
+      );
+    },
+  );
+  command(
+    installs,
+    'create',
+    'Create an install; --wait follows its provisioning',
+    'installs create --account <id> --site <site-id> --name shop --env production --wait',
+  )
+    .requiredOption('--account <id>', 'account of the install')
+    .requiredOption('--name <name>', 'install name (3-14 lowercase letters and digits)')
+    .option('--site <id>', 'site of the install')
+    .addOption(
+      new Option('--env <environment>', 'environment').choices(['production', 'staging', 'development']),
+    )
+    .option('--wait', 'follow the provisioning until it completes or fails')
+    .action(async (opts, cmd) => {
+      const hp = client(cmd);
+      const { data } = await hp.post('/v1/installs', {
+        body: {
+          account_id: opts.account,
+          name: opts.name,
+          ...(opts.site && { site_id: opts.site }),
+          ...(opts.env && { environment: opts.env }),
+        },
+      });
+      let location: string | null = null;
+      if (opts.wait) {
+        const ops = await hp.get('/v1/installs/{install_id}/operations', {
+          params: { path: { install_id: data.id } },
+        });
+        const provision = ops.results.find((op) => op.type === 'provision_install');
+        location = provision ? provision.id : null;
+      }
+      await started(cmd, hp, { data, location }, opts.wait);
+    });
+  command(
+    installs,
+    'update <install-id>',
+    'Move an install to another site or environment',
+    'installs update <install-id> --env staging',
+  )
+    .option('--site <id>', 'move to this site')
+    .addOption(
+      new Option('--env <environment>', 'environment').choices(['production', 'staging', 'development']),
+    )
+    .action(async (id, opts, cmd) => {
+      const { data } = await client(cmd).patch('/v1/installs/{install_id}', {
+        params: { path: { install_id: id } },
+        body: { ...(opts.site && { site_id: opts.site }), ...(opts.env && { environment: opts.env }) },
+      });
+      printer(cmd).one(data);
+    });
+  command(
+    installs,
+    'delete <install-id>',
+    'Delete an install and its records',
+    'installs delete <install-id>',
+  ).action(async (id, _o, cmd) => {
+    await client(cmd).delete('/v1/installs/{install_id}', { params: { path: { install_id: id } } });
+    printer(cmd).one(null);
+  });
+
+  // ---------------------------------------------------------------- domains
+  const domains = group(program, 'domains', "An install's domains", 'domains list <install-id>');
+  listOptions(
+    command(domains, 'list <install-id>', 'List the domains of an install', 'domains list <install-id>'),
+  ).action(async (install, opts, cmd) => {
+    const page = await client(cmd).get('/v1/installs/{install_id}/domains', {
+      params: { path: { install_id: install }, query: { limit: opts.limit, offset: opts.offset } },
+    });
+    printer(cmd).list(page, [
+      'id',
+      'name',
+      'primary',
+      'ownership_status',
+      'txt_verification_key',
+      'txt_verification_value',
+    ]);
+  });
+  command(
+    domains,
+    'get <install-id> <domain-id>',
+    'Show one domain',
+    'domains get <install-id> <domain-id>',
+  ).action(async (install, domain, _o, cmd) => {
+    printer(cmd).one(
+      await client(cmd).get('/v1/installs/{install_id}/domains/{domain_id}', {
+        params: { path: { install_id: install, domain_id: domain } },
+      }),
+    );
+  });
+  command(
+    domains,
+    'create <install-id> <name>',
+    'Add a domain (then verify its TXT record)',
+    'domains create <install-id> www.example.com',
+  )
+    .option('--primary', 'make it the primary domain')
+    .option('--redirect-to <domain-id>', 'redirect it to another domain of the install')
+    .action(async (install, name, opts, cmd) => {
+      const { data } = await client(cmd).post('/v1/installs/{install_id}/domains', {
+        params: { path: { install_id: install } },
+        body: {
+          name,
+          ...(opts.primary && { primary: true }),
+          ...(opts.redirectTo && { redirect_to: opts.redirectTo }),
+        },
+      });
+      printer(cmd).one(data);
+    });
+  command(
+    domains,
+    'update <install-id> <domain-id>',
+    'Set primary, redirect or secure_all_urls',
+    'domains update <install-id> <domain-id> --primary',
+  )
+    .option('--primary', 'make it the primary domain')
+    .option('--redirect-to <domain-id>', 'redirect to this domain ("nil" removes the redirect)')
+    .option('--secure-all-urls <bool>', 'true or false')
+    .action(async (install, domain, opts, cmd) => {
+      const { data } = await client(cmd).patch('/v1/installs/{install_id}/domains/{domain_id}', {
+        params: { path: { install_id: install, domain_id: domain } },
+        body: {
+          ...(opts.primary && { primary: true }),
+          ...(opts.redirectTo && { redirect_to: opts.redirectTo }),
+          ...(opts.secureAllUrls !== undefined && { secure_all_urls: opts.secureAllUrls === 'true' }),
+        },
+      });
+      printer(cmd).one(data);
+    });
+  command(
+    domains,
+    'delete <install-id> <domain-id>',
+    'Remove a domain',
+    'domains delete <install-id> <domain-id>',
+  ).action(async (install, domain, _o, cmd) => {
+    await client(cmd).delete('/v1/installs/{install_id}/domains/{domain_id}', {
+      params: { path: { install_id: install, domain_id: domain } },
+    });
+    printer(cmd).one(null);
+  });
+  const verify = async (install: string, domain: string, cmd: Command) => {
+    const { data } = await client(cmd).post('/v1/installs/{install_id}/domains/{domain_id}/verification', {
+      params: { path: { install_id: install, domain_id: domain } },
+    });
+    printer(cmd).one(data);
+  };
+  command(
+    domains,
+    'verify <install-id> <domain-id>',
+    'Look the TXT ownership record up now',
+    'domains verify <install-id> <domain-id>',
+  ).action((install, domain, _o, cmd) => verify(install, domain, cmd));
+
+  // ---------------------------------------------------------------- backups
+  const backups = group(program, 'backups', "An install's backups", 'backups list <install-id>');
+  listOptions(
+    command(
+      backups,
+      'list <install-id>',
+      'List the backups of an install, newest first',
+      'backups list <install-id>',
+    ),
+  ).action(async (install, opts, cmd) => {
+    const page = await client(cmd).get('/v1/installs/{install_id}/backups', {
+      params: { path: { install_id: install }, query: { limit: opts.limit, offset: opts.offset } },
+    });
+    printer(cmd).list(page, ['id', 'status', 'description', 'create_time', 'complete_time']);
+  });
+  command(
+    backups,
+    'get <install-id> <backup-id>',
+    'Show one backup',
+    'backups get <install-id> <backup-id>',
+  ).action(async (install, backup, _o, cmd) => {
+    printer(cmd).one(
+      await client(cmd).get('/v1/installs/{install_id}/backups/{backup_id}', {
+        params: { path: { install_id: install, backup_id: backup } },
+      }),
+    );
+  });
+  const backupAction = async (
+    install: string,
+    opts: { description: string; email?: string[]; wait?: boolean },
+    cmd: Command,
+  ) => {
+    const hp = client(cmd);
+    const result = await hp.post('/v1/installs/{install_id}/backups', {
+      params: { path: { install_id: install } },
+      body: { description: opts.description, notification_emails: opts.email ?? [] },
+    });
+    await started(cmd, hp, result, opts.wait);
+  };
+  const backupOptions = (cmd: Command) =>
+    cmd
+      .option('--description <text>', 'what the backup is for', 'hostplane-cli backup')
+      .option('--email <address>', 'mail the result to this address (repeat for more)', collect)
+      .option('--wait', 'follow the backup until it completes (exit 7 when it fails)');
+  backupOptions(
+    command(backups, 'create <install-id>', 'Take a backup', 'backups create <install-id> --wait'),
+  ).action((install, opts, cmd) => backupAction(install, opts, cmd));
+  const restoreAction = async (
+    install: string,
+    backup: string,
+    opts: { email?: string[]; wait?: boolean },
+    cmd: Command,
+  ) => {
+    const hp = client(cmd);
+    const result = await hp.post('/v1/installs/{install_id}/backups/{backup_id}/restore', {
+      params: { path: { install_id: install, backup_id: backup } },
+      body: { notification_emails: opts.email ?? [] },
+    });
+    await started(cmd, hp, result, opts.wait);
+  };
+  const restoreOptions = (cmd: Command) =>
+    cmd
+      .option('--email <address>', 'mail the result to this address (repeat for more)', collect)
+      .option('--wait', 'follow the restore until it completes (exit 7 when it fails)');
+  restoreOptions(
+    command(
+      backups,
+      'restore <install-id> <backup-id>',
+      "Restore an install from a backup (overwrites the install's files and database)",
+      'backups restore <install-id> <backup-id> --wait',
+    ),
+  ).action((install, backup, opts, cmd) => restoreAction(install, backup, opts, cmd));
+
+  // ---------------------------------------------------------------- actions (top level)
+  backupOptions(
+    command(
+      program,
+      'backup <install-id>',
+      'Take a backup of an install',
+      'backup <install-id> --wait --json',
+    ),
+  ).action((install, opts, cmd) => backupAction(install, opts, cmd));
+  restoreOptions(
+    command(
+      program,
+      'restore <install-id> <backup-id>',
+      "Restore an install from a backup (overwrites the install's files and database)",
+      'restore <install-id> <backup-id> --wait',
+    ),
+  ).action((install, backup, opts, cmd) => restoreAction(install, backup, opts, cmd));
+  command(
+    program,
+    'copy <from-install-id> <to-install-id>',
+    "Copy one install's files and/or database over another",
+    'copy <production-id> <staging-id> --no-database --wait',
+  )
+    .option('--no-files', 'do not copy the files')
+    .option('--no-database', 'do not copy the database')
+    .option('--table <name>', 'copy only these database tables (repeat for more)', collect)
+    .option('--email <address>', 'mail the result to this address (repeat for more)', collect)
+    .option('--wait', 'follow the copy until it completes (exit 7 when it fails)')
+    .action(async (from, to, opts, cmd) => {
+      const hp = client(cmd);
+      const result = await hp.post('/v1/install_copy', {
+        body: {
+          source_environment_id: from,
+          destination_environment_id: to,
+          notification_emails: opts.email ?? [],
+          custom_options: {
+            include_files: opts.files,
+            include_db: opts.database,
+            ...(opts.table && { db_tables: opts.table }),
+          },
+        },
+      });
+      await started(cmd, hp, result, opts.wait);
+    });
+  command(program, 'purge <install-id>', "Purge an install's cache", 'purge <install-id> --type cdn --wait')
+    .addOption(new Option('--type <cache>', 'which cache').choices(['object', 'page', 'cdn']).default('page'))
+    .option('--wait', 'follow the purge until it completes')
+    .action(async (install, opts, cmd) => {
+      const hp = client(cmd);
+      const result = await hp.post('/v1/installs/{install_id}/purge_cache', {
+        params: { path: { install_id: install } },
+        body: { type: opts.type },
+      });
+      await started(cmd, hp, result, opts.wait);
+    });
+  command(
+    program,
+    'transfer <site-id>',
+    'Transfer a site to another account',
+    'transfer <site-id> --to <account-id> --at 2026-06-01T14:30:00Z',
+  )
+    .requiredOption('--to <account-id>', 'destination account')
+    .option('--at <date-time>', 'when (RFC 3339, 1 hour to 7 days ahead; default: now)')
+    .option('--maintenance-mode', 'keep the site in maintenance mode during the transfer')
+    .option('--wait', 'follow the transfer until it completes (exit 7 when it fails)')
+    .action(async (site, opts, cmd) => {
+      const hp = client(cmd);
+      const result = await hp.post('/v1/sites/{site_id}/site_transfers', {
+        params: { path: { site_id: site } },
+        body: {
+          destination_account_id: opts.to,
+          ...(opts.at && { scheduled_time: opts.at }),
+          ...(opts.maintenanceMode && { maintenance_mode: true }),
+        },
+      });
+      await started(cmd, hp, result, opts.wait);
+    });
+  command(
+    program,
+    'verify <install-id> <domain-id>',
+    "Verify a domain's TXT ownership record now",
+    'verify <install-id> <domain-id>',
+  ).action((install, domain, _o, cmd) => verify(install, domain, cmd));
+
+  // ---------------------------------------------------------------- site transfers
+  const transfers = group(program, 'transfers', 'Site transfers', 'transfers list <site-id>');
+  listOptions(
+    command(transfers, 'list <site-id>', 'List the transfers of a site', 'transfers list <site-id>'),
+  ).action(async (site, opts, cmd) => {
+    const page = await client(cmd).get('/v1/sites/{site_id}/site_transfers', {
+      params: { path: { site_id: site }, query: { limit: opts.limit, offset: opts.offset } },
+    });
+    printer(cmd).list(page, ['id', 'status', 'destination_account', 'scheduled_time', 'created_at']);
+  });
+  command(
+    transfers,
+    'get <site-id> <transfer-id>',
+    'Show one transfer',
+    'transfers get <site-id> <transfer-id>',
+  ).action(async (site, transfer, _o, cmd) => {
+    printer(cmd).one(
+      await client(cmd).get('/v1/sites/{site_id}/site_transfers/{transfer_id}', {
+        params: { path: { site_id: site, transfer_id: transfer } },
+      }),
+    );
+  });
+  command(
+    transfers,
+    'cancel <site-id> <transfer-id>',
+    'Cancel a transfer that has not started',
+    'transfers cancel <site-id> <transfer-id>',
+  ).action(async (site, transfer, _o, cmd) => {
+    await client(cmd).delete('/v1/sites/{site_id}/site_transfers/{transfer_id}', {
+      params: { path: { site_id: site, transfer_id: transfer } },
+    });
+    printer(cmd).one(null);
+  });
+
+  // ---------------------------------------------------------------- ssh keys
+  const keys = group(program, 'ssh-keys', "The credential's user's SSH keys", 'ssh-keys list');
+  listOptions(command(keys, 'list', 'List SSH keys', 'ssh-keys list')).action(async (opts, cmd) => {
+    const page = await client(cmd).get('/v1/ssh_keys', {
+      params: { query: { limit: opts.limit, offset: opts.offset } },
+    });
+    printer(cmd).list(page, ['uuid', 'fingerprint', 'comment', 'created_at']);
+  });
+  command(keys, 'create', 'Add an SSH public key', 'ssh-keys create --key-file ~/.ssh/id_ed25519.pub')
+    .option('--key <public-key>', 'the public key text')
+    .option('--key-file <path>', 'read the public key from this file')
+    .action(async (opts, cmd) => {
+      const key: string | undefined =
+        opts.key ?? (opts.keyFile ? fs.readFileSync(opts.keyFile, 'utf8').trim() : undefined);
+      if (!key) throw new CliError('Give --key or --key-file', EXIT.usage);
+      const { data } = await client(cmd).post('/v1/ssh_keys', { body: { public_key: key } });
+      printer(cmd).one(data);
+    });
+  command(keys, 'delete <ssh-key-id>', 'Delete an SSH key', 'ssh-keys delete <ssh-key-id>').action(
+    async (id, _o, cmd) => {
+      await client(cmd).delete('/v1/ssh_keys/{ssh_key_id}', { params: { path: { ssh_key_id: id } } });
+      printer(cmd).one(null);
+    },
+  );
+
+  // ---------------------------------------------------------------- account users
+  const ROLES = ['owner', 'full', 'full,billing', 'partial', 'partial,billing'];
+  const users = group(program, 'users', "An account's users and their roles", 'users list <account-id>');
+  listOptions(
+    command(users, 'list <account-id>', 'List the users of an account', 'users list <account-id>'),
+  ).action(async (account, opts, cmd) => {
+    const page = await client(cmd).get('/v1/accounts/{account_id}/account_users', {
+      params: { path: { account_id: account }, query: { limit: opts.limit, offset: opts.offset } },
+    });
+    printer(cmd).list(page, ['user_id', 'email', 'first_name', 'last_name', 'roles', 'invite_accepted']);
+  });
+  command(
+    users,
+    'get <account-id> <user-id>',
+    'Show one user of an account',
+    'users get <account-id> <user-id>',
+  ).action(async (account, user, _o, cmd) => {
+    printer(cmd).one(
+      await client(cmd).get('/v1/accounts/{account_id}/account_users/{user_id}', {
+        params: { path: { account_id: account, user_id: user } },
+      }),
+    );
+  });
+  command(
+    users,
+    'create <account-id>',
+    'Add a user to an account (they get an invitation)',
+    'users create <account-id> --email ana@example.com --first-name Ana --last-name Diaz --roles full',
+  )
+    .requiredOption('--email <address>', 'e-mail address')
+    .requiredOption('--first-name <name>', 'first name')
+    .requiredOption('--last-name <name>', 'last name')
+    .addOption(new Option('--roles <roles>', 'roles').choices(ROLES).makeOptionMandatory())
+    .option('--install <id>', 'an install a partial user may see (repeat for more)', collect)
+    .action(async (account, opts, cmd) => {
+      const { data } = await client(cmd).post('/v1/accounts/{account_id}/account_users', {
+        params: { path: { account_id: account } },
+        body: {
+          user: {
+            account_id: account,
+            email: opts.email,
+            first_name: opts.firstName,
+            last_name: opts.lastName,
+            roles: opts.roles,
+            ...(opts.install && { install_ids: opts.install }),
+          },
+        },
+      });
+      printer(cmd).one(data);
+    });
+  command(
+    users,
+    'update <account-id> <user-id>',
+    "Change a user's roles",
+    'users update <account-id> <user-id> --roles partial --install <install-id>',
+  )
+    .addOption(new Option('--roles <roles>', 'roles').choices(ROLES).makeOptionMandatory())
+    .option('--install <id>', 'an install a partial user may see (repeat for more)', collect)
+    .action(async (account, user, opts, cmd) => {
+      const { data } = await client(cmd).patch('/v1/accounts/{account_id}/account_users/{user_id}', {
+        params: { path: { account_id: account, user_id: user } },
+        body: { roles: opts.roles, ...(opts.install && { install_ids: opts.install }) },
+      });
+      printer(cmd).one(data);
+    });
+  command(
+    users,
+    'delete <account-id> <user-id>',
+    'Remove a user from an account',
+    'users delete <account-id> <user-id>',
+  ).action(async (account, user, _o, cmd) => {
+    await client(cmd).delete('/v1/accounts/{account_id}/account_users/{user_id}', {
+      params: { path: { account_id: account, user_id: user } },
+    });
+    printer(cmd).one(null);
+  });
+
+  // ---------------------------------------------------------------- operations
+  const operations = group(
+    program,
+    'operations',
+    'Asynchronous operations',
+    'operations get <operation-id> --wait',
+  );
+  command(
+    operations,
+    'get <operation-id>',
+    'Show an operation; --wait follows it to its end',
+    'operations get <operation-id> --wait',
+  )
+    .option('--wait', 'follow it until it completes (exit 7 when it fails)')
+    .action(async (id, opts, cmd) => {
+      const hp = client(cmd);
+      const op = opts.wait
+        ? await follow(hp, id)
+        : await hp.get('/v1/operations/{operation_id}', { params: { path: { operation_id: id } } });
+      printer(cmd).one(op);
+    });
+  listOptions(
+    command(
+      operations,
+      'list <install-id>',
+      "An install's operations, newest first",
+      'operations list <install-id>',
+    ),
+  ).action(async (install, opts, cmd) => {
+    const page = await client(cmd).get('/v1/installs/{install_id}/operations', {
+      params: { path: { install_id: install }, query: { limit: opts.limit, offset: opts.offset } },
+    });
+    printer(cmd).list(page, ['id', 'type', 'status', 'created_at', 'completed_at', 'error']);
+  });
+
+  // ---------------------------------------------------------------- profiles
+  const profiles = group(
+    program,
+    'profile',
+    'Named credentials in the profile file (mode 0600)',
+    'profile list',
+  );
+  command(
+    profiles,
+    'set <name>',
+    'Save a profile (the password from HOSTPLANE_PASSWORD, else stdin)',
+    'profile set default --url https://hosting.example.com --username hp_1234 < password.txt',
+  )
+    .requiredOption('--url <url>', 'where Hostplane serves')
+    .requiredOption('--username <name>', 'the API credential')
+    .action(async (name, opts) => {
+      const password = ctx.env.HOSTPLANE_PASSWORD || (await ctx.readStdin()).trim();
+      if (!password)
+        throw new CliError('No password: set HOSTPLANE_PASSWORD or pipe it on stdin', EXIT.usage);
+      const file = profilesFile(ctx.env);
+      saveProfile(file, name, { url: opts.url, username: opts.username, password });
+      ctx.io.stderr.write(`saved profile "${name}" in ${file} (mode 0600)\n`);
+    });
+  command(profiles, 'list', 'List the profiles (never their passwords)', 'profile list').action(
+    async (_o, cmd) => {
+      const all = readProfiles(profilesFile(ctx.env));
+      const rows = Object.entries(all).map(([name, p]) => ({ name, url: p.url, username: p.username }));
+      const out = printer(cmd);
+      if (out.json) out.one(rows);
+      else out.write(rows.length ? table(rows, ['name', 'url', 'username']) : '(none)');
+    },
+  );
+
+  // ---------------------------------------------------------------- completion
+  command(
+    program,
+    'completion <shell>',
+    'Print a completion script for bash or zsh',
+    'completion bash >> ~/.bashrc',
+  )
+    .addHelpText('after', `  $ ${BIN} completion zsh > "\${fpath[1]}/_${BIN}"\n`)
+    .action((shell: string) => {
+      if (shell !== 'bash' && shell !== 'zsh')
+        throw new CliError(`No completion for "${shell}": bash or zsh`, EXIT.usage);
+      ctx.io.stdout.write(completionScript(program, shell));
+    });
+
+  return program;
+}

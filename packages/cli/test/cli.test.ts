@@ -1,0 +1,244 @@
+// hostplane-cli against a real Hostplane (bin/hostplane.js serve on PGlite, temp DATA_DIR), run as a
+// user runs it: the built bin in a child process, credentials from the environment or a profile file.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  ATTEMPTS_PER_STEP,
+  type Hostplane,
+  REPO_ROOT,
+  startHostplane,
+  TEST_SERVER_ENV,
+} from '../../client/scripts/serve.js';
+import { EXIT } from '../src/exit-codes.js';
+import { buildProgram } from '../src/program.js';
+
+const BIN = path.join(REPO_ROOT, 'packages/cli/bin/hostplane-cli.js');
+const home = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-cli-home-'));
+let server: Hostplane;
+
+before(async () => {
+  server = await startHostplane(TEST_SERVER_ENV);
+});
+after(async () => {
+  await server?.stop();
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs hostplane-cli; by default with the demo credential in HOSTPLANE_URL/USERNAME/PASSWORD. */
+function cli(args: string[], env: Record<string, string> | null = null): Promise<Result> {
+  const credentials = {
+    HOSTPLANE_URL: server.url,
+    HOSTPLANE_USERNAME: server.demo.username,
+    HOSTPLANE_PASSWORD: server.demo.password,
+  };
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: home, ...(env ?? credentials) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+async function ok(args: string[]) {
+  const r = await cli(args);
+  assert.equal(r.code, 0, `hostplane-cli ${args.join(' ')}: ${r.stderr}`);
+  return r;
+}
+
+async function json(args: string[]) {
+  return JSON.parse((await ok([...args, '--json'])).stdout);
+}
+
+async function admin(pathname: string, body: unknown) {
+  const res = await fetch(`${server.url}${pathname}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  assert.ok(res.ok, `${pathname}: ${res.status} ${await res.text()}`);
+}
+
+/** An active install of the demo account, created (and its provisioning followed) with the CLI. */
+async function activeInstall() {
+  const name = `c${randomUUID().replaceAll('-', '').slice(0, 10)}`;
+  const site = await json(['sites', 'create', '--account', server.demo.accountId, '--name', `Site ${name}`]);
+  const created = await json([
+    'installs',
+    'create',
+    '--account',
+    server.demo.accountId,
+    '--site',
+    site.id,
+    '--name',
+    name,
+    '--env',
+    'production',
+    '--wait',
+  ]);
+  assert.equal(created.operation.status, 'completed');
+  return created.data as { id: string; site: { id: string } };
+}
+
+describe('issue 23: hostplane-cli (packages/cli)', () => {
+  it('the backup then restore journey with --wait and --json', async () => {
+    const install = await activeInstall();
+    const backup = await json(['backup', install.id, '--wait', '--description', 'before the change']);
+    assert.equal(backup.operation.type, 'create_backup');
+    assert.equal(backup.operation.status, 'completed');
+    assert.match(backup.operation_url, /\/v1\/operations\//);
+    const backupId: string = backup.data.id;
+
+    const listed = await json(['backups', 'list', install.id]);
+    const row = listed.results.find((b: { id: string }) => b.id === backupId);
+    assert.equal(row?.status, 'completed');
+
+    const restored = await json(['restore', install.id, backupId, '--wait']);
+    assert.equal(restored.operation.type, 'restore_backup');
+    assert.equal(restored.operation.status, 'completed');
+    const op = await json(['operations', 'get', restored.operation.id]);
+    assert.equal(op.status, 'completed');
+    // Not a TTY: progress is plain lines on stderr, never on stdout (which holds the JSON).
+    const plain = await ok(['backup', install.id, '--wait']);
+    assert.match(plain.stderr, /operation [0-9a-f-]+ \(create_backup\): completed after \d+s/);
+    assert.doesNotMatch(plain.stderr, /\r/);
+  });
+
+  it('people get tables; scripts get the API records with --json', async () => {
+    const table = await ok(['sites', 'list', '--account', server.demo.accountId]);
+    assert.match(table.stdout.split('\n')[0] ?? '', /^ID\s+NAME\s+ACCOUNT/);
+    assert.match(table.stdout, /Demo Site/);
+    const page = await json(['sites', 'list', '--limit', '1']);
+    assert.equal(page.results.length, 1);
+    assert.ok(page.count >= 1);
+    const site = await json([
+      'sites',
+      'create',
+      '--account',
+      server.demo.accountId,
+      '--name',
+      'From CLI',
+      '--tag',
+      'cli',
+    ]);
+    assert.deepEqual(site.tags, ['cli']);
+    const updated = await json(['sites', 'update', site.id, '--name', 'Renamed']);
+    assert.equal(updated.name, 'Renamed');
+    await ok(['sites', 'delete', site.id]);
+  });
+
+  it('exit codes: 401 -> 3, 404 -> 4, 422 -> 5 with the field error, failed operation -> 7, usage -> 2', async () => {
+    const wrong = await cli(['sites', 'list'], {
+      HOSTPLANE_URL: server.url,
+      HOSTPLANE_USERNAME: server.demo.username,
+      HOSTPLANE_PASSWORD: 'not-the-password',
+    });
+    assert.equal(wrong.code, EXIT.auth, wrong.stderr);
+    assert.match(wrong.stderr, /401/);
+
+    const missing = await cli(['sites', 'get', randomUUID()]);
+    assert.equal(missing.code, EXIT.notFound, missing.stderr);
+
+    const site = await json(['sites', 'create', '--account', server.demo.accountId, '--name', 'To transfer']);
+    // T5: the destination must be another account (a 422 with a field error).
+    const invalid = await cli(['transfer', site.id, '--to', server.demo.accountId]);
+    assert.equal(invalid.code, EXIT.validation, invalid.stderr);
+    assert.match(invalid.stderr, /422/);
+    assert.match(invalid.stderr, /\n {2}destination_account_id: /);
+
+    const install = await activeInstall();
+    await admin('/admin/v1/faults', { operation: 'backup', count: ATTEMPTS_PER_STEP, mode: 'fail' });
+    const failed = await cli(['backup', install.id, '--wait', '--json']);
+    assert.equal(failed.code, EXIT.operationFailed, failed.stderr);
+    assert.match(failed.stderr, /failed: The backup failed/);
+
+    assert.equal((await cli(['no-such-command'])).code, EXIT.usage);
+    assert.equal((await cli(['sites', 'create', '--name', 'no account'])).code, EXIT.usage);
+    const none = await cli(['sites', 'list'], { HOSTPLANE_PROFILES_FILE: path.join(home, 'none.json') });
+    assert.equal(none.code, EXIT.usage);
+    assert.match(none.stderr, /No credentials/);
+  });
+
+  it('a profile file readable by others (0644) is refused with exit 9; at 0600 it is used', async () => {
+    const file = path.join(home, 'profiles.json');
+    const profile = { url: server.url, username: server.demo.username, password: server.demo.password };
+    fs.writeFileSync(file, JSON.stringify({ work: profile }));
+    fs.chmodSync(file, 0o644);
+    const env = { HOSTPLANE_PROFILES_FILE: file };
+    const refused = await cli(['accounts', 'list', '--profile', 'work'], env);
+    assert.equal(refused.code, EXIT.profileFile);
+    assert.match(refused.stderr, /mode is 0644.*chmod 600/);
+    fs.chmodSync(file, 0o600);
+    const used = await cli(['accounts', 'list', '--profile', 'work', '--json'], env);
+    assert.equal(used.code, 0, used.stderr);
+    assert.equal(JSON.parse(used.stdout).results[0].id, server.demo.accountId);
+    // `profile set` writes a new file at 0600.
+    const fresh = path.join(home, 'sub', 'new.json');
+    const set = await cli(
+      ['profile', 'set', 'default', '--url', server.url, '--username', server.demo.username],
+      {
+        HOSTPLANE_PROFILES_FILE: fresh,
+        HOSTPLANE_PASSWORD: server.demo.password,
+      },
+    );
+    assert.equal(set.code, 0, set.stderr);
+    assert.equal(fs.statSync(fresh).mode & 0o777, 0o600);
+    assert.equal((await cli(['accounts', 'list'], { HOSTPLANE_PROFILES_FILE: fresh })).code, 0);
+  });
+
+  it('every command has --help with an example, and completion scripts for bash and zsh', async () => {
+    const program = buildProgram({
+      env: {},
+      io: { stdout: process.stdout, stderr: process.stderr },
+      readStdin: async () => '',
+    });
+    const all = [program, ...program.commands, ...program.commands.flatMap((c) => c.commands)];
+    assert.ok(all.length > 40);
+    for (const cmd of all) {
+      const help = await cli([...(cmd === program ? [] : commandPath(cmd)), '--help'], {});
+      assert.equal(help.code, 0, `${commandPath(cmd).join(' ')} --help`);
+      assert.match(
+        help.stdout,
+        /Example:\n( {2}\$ .*\n)* {2}\$ hostplane-cli /,
+        `${commandPath(cmd).join(' ')} --help`,
+      );
+    }
+    const bash = await ok(['completion', 'bash']);
+    assert.match(bash.stdout, /complete -o default -F _hostplane_cli hostplane-cli/);
+    assert.match(bash.stdout, /sites\)/);
+    const syntax = spawn('bash', ['-n'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    syntax.stdin.end(bash.stdout);
+    assert.equal(await new Promise((r) => syntax.on('close', r)), 0, 'bash -n accepts the script');
+    const zsh = await ok(['completion', 'zsh']);
+    assert.match(zsh.stdout, /^#compdef hostplane-cli/);
+    assert.match(zsh.stdout, /'backup:Take a backup of an install'/);
+    assert.equal((await cli(['completion', 'fish'])).code, EXIT.usage);
+  });
+});
+
+function commandPath(cmd: { name(): string; parent: unknown }): string[] {
+  const names: string[] = [];
+  let at: { name(): string; parent: unknown } | null = cmd;
+  while (at?.parent) {
+    names.unshift(at.name());
+    at = at.parent as typeof at;
+  }
+  return names;
+}
