@@ -98,7 +98,7 @@ include = ${poolsDir}/*.conf
         await fs.mkdir(dir, { recursive: true });
         try {
           await fs.writeFile(path.join(dir, `${pool.slug}.conf`), text);
-          const conf = path.join(dir, 'php-fpm.conf');
+          const conf = path.join(dir, 'php-fpm.main');
           await fs.writeFile(conf, global(dir));
           await run(PHP_FPM, ['-t', '-y', conf], { signal, env: ENV }).catch((err: Error) => {
             throw new Error(`php-fpm refused the pool of ${pool.slug}: ${err.message}`);

@@ -116,6 +116,7 @@ export interface InstallerInput {
  * WordPress's "lost password"). Idempotent: an installed site only gets its URL set again.
  */
 export async function runInstaller(input: InstallerInput) {
+  await fs.mkdir(path.dirname(input.installer), { recursive: true });
   await fs.writeFile(input.installer, INSTALLER, { mode: 0o644 });
   const url = new URL(input.url);
   await run('runuser', ['-u', input.user, '--', PHP_CLI, input.installer], {
