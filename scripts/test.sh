@@ -93,6 +93,26 @@ ensure_chromium() {
   fi
 }
 
+# The local driver's web tier tests (issue 21, test/api/local-web.test.ts) run Debian's nginx,
+# php8.2-fpm and wordpress from the test file's own HOSTING_ROOT (never the system services).
+ensure_web() {
+  local missing=()
+  [ -x /usr/sbin/nginx ] || missing+=(nginx)
+  [ -x /usr/sbin/php-fpm8.2 ] || missing+=(php8.2-fpm)
+  [ -x /usr/bin/php8.2 ] || missing+=(php8.2-cli)
+  [ -f /usr/share/wordpress/wp-settings.php ] || missing+=(wordpress)
+  php8.2 -m 2>/dev/null | grep -qx mysqli || missing+=(php8.2-mysql)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  echo "Installing Debian packages for the local web tier tests: ${missing[*]}"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      nginx php8.2-fpm php8.2-mysql php8.2-cli wordpress >/dev/null
+  else
+    echo "Missing ${missing[*]}: install them (apt-get install nginx php8.2-fpm php8.2-mysql php8.2-cli wordpress)" >&2
+    return 1
+  fi
+}
+
 log="$(mktemp)"
 timings="$(mktemp -d)"
 trap 'rm -rf "$log" "$timings"' EXIT
@@ -185,6 +205,7 @@ case "$mode" in
     ensure_redis
     ensure_mariadb
     ensure_chromium
+    ensure_web
     status=0
     timed "API on pglite" run_api pglite || status=$?
     if [ "$status" -eq 0 ]; then
@@ -201,6 +222,7 @@ case "$mode" in
     ensure_redis
     ensure_mariadb
     ensure_chromium
+    ensure_web
     run_api pglite
     ensure_postgres
     run_api postgres
@@ -209,6 +231,7 @@ case "$mode" in
     ensure_redis
     ensure_mariadb
     ensure_chromium
+    ensure_web
     run_api pglite
     ;;
   postgres)
@@ -235,6 +258,7 @@ case "$mode" in
     ensure_postgres
     case " $* " in *browser*) ensure_chromium ;; esac
     case " $* " in *local* | *drivers*) ensure_mariadb ;; esac
+    case " $* " in *local-web*) ensure_web ;; esac
     status=0
     run_api pglite "$@" || status=$?
     run_api postgres "$@" || status=$?
