@@ -69,22 +69,31 @@ module.exports = {
       to: { path: '^src/modules/installs/' },
     },
     {
-      name: 'repo-only-from-its-module',
+      name: 'repo-only-from-its-folder',
       severity: 'error',
       comment:
-        "Outside src/modules/, nothing imports a module's repository: the composition root, app, " +
-        'jobs, mail and drivers use services. (Tests go through the HTTP API.)',
+        'Every *.repo.ts (a module\'s, the outbox\'s, the leases\', a driver\'s, auth\'s) is imported only ' +
+        'by the files of its own folder: everything else (the composition root, app, routes, other ' +
+        'layers, tests, bench) goes through the service beside it, or a type that service re-exports.',
       from: {
-        path: '^(src|test|bench|scripts)/',
+        path: '^(.+)/[^/]+$',
         pathNot: [
-          '^src/modules/',
           // EXCEPTION: the usage benchmark runs EXPLAIN (ANALYZE, BUFFERS) on the very statements the
           // insights and summary routes run (bench/README.md "Usage at scale"), so it imports their
           // query builders rather than copying the SQL.
           '^bench/usage\\.bench\\.ts$',
         ],
       },
-      to: { path: '^src/modules/[^/]+/[^/]+\\.repo\\.ts$' },
+      to: { path: '\\.repo\\.ts$', pathNot: '^$1/[^/]+\\.repo\\.ts$' },
+    },
+    {
+      name: 'routes-not-to-repo',
+      severity: 'error',
+      comment:
+        'Thin routes: a *.routes.ts file calls its service; no repository, not even its own module\'s ' +
+        '(a row type comes re-exported by the service).',
+      from: { path: '\\.routes\\.ts$' },
+      to: { path: '\\.repo\\.ts$' },
     },
     {
       name: 'drivers-db-only-through-their-repo',

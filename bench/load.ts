@@ -23,6 +23,8 @@ export interface Run {
   errors: number;
   timeouts: number;
   non2xx: number;
+  /** 2xx answers per 1-second window from the start of the run (issue 20: throughput over time). */
+  perSecond: number[];
 }
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -170,6 +172,8 @@ export function cpuSeconds(pid: number): number | null {
 export function run(url: string, headers: Record<string, string>, seconds: number, connections: number) {
   return new Promise<Run>((resolve, reject) => {
     const latenciesMs: number[] = [];
+    const perSecond: number[] = [];
+    const start = performance.now();
     const instance = autocannon({ url, headers, connections, duration: seconds }, (err, result) => {
       if (err) reject(err);
       else
@@ -179,9 +183,15 @@ export function run(url: string, headers: Record<string, string>, seconds: numbe
           errors: result.errors,
           timeouts: result.timeouts,
           non2xx: result.non2xx,
+          perSecond: Array.from({ length: Math.ceil(seconds) }, (_, i) => perSecond[i] ?? 0),
         });
     });
-    instance.on('response', (_client, _status, _bytes, responseTime) => latenciesMs.push(responseTime));
+    instance.on('response', (_client, status, _bytes, responseTime) => {
+      latenciesMs.push(responseTime);
+      if (status < 200 || status > 299) return;
+      const window = Math.floor((performance.now() - start) / 1000);
+      perSecond[window] = (perSecond[window] ?? 0) + 1;
+    });
   });
 }
 

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# The README's test command (`npm test`): type check, lint, unit tests, then every API test on the
-# embedded database (PGlite) and on PostgreSQL. Starts PostgreSQL when it is not running.
+# The README's test command (`npm test`): type check + lint, unit tests and every API test on the
+# embedded database (PGlite) and on PostgreSQL, all at once: type check and unit tests in the
+# background, the API files of both databases from one pool of file slots, longest first
+# (test/support/run-files.ts). Each phase's output goes to a log of its own (.tmp/test-logs/); the
+# console gets one line per file, the whole output of what failed, each phase's start and end, the
+# slowest files and "N passed, N failed". Starts PostgreSQL, Redis and MariaDB when not running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-all}"
 export TEST_PG_URL="${TEST_PG_URL:-postgres://postgres@127.0.0.1:5432}"
-# API test files at once. 3 on 2 cores: the files wait on timers, child processes and polling much
-# of the time, so a third keeps the cores busy (docs/decisions.md, the suite's wall time).
-concurrency="${TEST_CONCURRENCY:-3}"
+# API test files at once, both databases' files together. 4 on 2 cores: the files wait on timers,
+# child processes, PostgreSQL and polling much of the time (docs/decisions.md, the suite's wall time).
+concurrency="${TEST_CONCURRENCY:-4}"
 export TEST_RUN_ID="${TEST_RUN_ID:-r$$}"
 
 ensure_postgres() {
@@ -113,52 +117,77 @@ ensure_web() {
   fi
 }
 
-log="$(mktemp)"
 timings="$(mktemp -d)"
-trap 'rm -rf "$log" "$timings"' EXIT
+trap 'rm -rf "$timings"' EXIT
+# This run's logs, one per phase and database (the last day's runs are kept).
+logdir=".tmp/test-logs/${TEST_RUN_ID}"
+mkdir -p "$logdir"
+find .tmp/test-logs -mindepth 1 -maxdepth 1 -mtime +1 -exec rm -rf {} + 2>/dev/null || true
+run_start=$(date +%s%3N)
 
-# Wall time of each phase (unit, API per database), printed at the end: the suite's budget is kept
-# by watching these (CI must stay well under 15 minutes on 2 cores).
-phase_times=()
-timed() {
-  local name="$1" start=$SECONDS status=0
+# Each phase's start and end (ms since the epoch), result and load average at its end, one line per
+# phase in $timings/phases (the API phases' lines are written by run-files.ts), printed at the end:
+# the suite's budget (10 minutes for .ci/run on 2 cores) is kept by watching these.
+phase() {
+  local name="$1" start status=0
   shift
+  start=$(date +%s%3N)
   "$@" || status=$?
-  phase_times+=("$(printf '%-18s %4d s   (load average at its end: %s)' "$name" $((SECONDS - start)) \
-    "$(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null)")")
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$start" "$(date +%s%3N)" \
+    "$([ "$status" -eq 0 ] && echo passed || echo failed)" "$(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null)" \
+    >>"$timings/phases"
   return "$status"
 }
 
-# Per file wall times of a phase (test/support/run-files.ts), the slowest first.
-slowest_files() {
-  local file="$timings/$1"
-  [ -s "$file" ] || return 0
-  echo "-- slowest test files on $1 (s, result, file)"
-  sort -rn "$file" | head -n "${TEST_TIMINGS_TOP:-15}"
-}
-
 report_times() {
-  if [ "${#phase_times[@]}" -gt 0 ]; then
-    echo "== wall time per phase"
-    printf '%s\n' "${phase_times[@]}"
+  if [ -s "$timings/phases" ]; then
+    echo "== wall time per phase (seconds from the start of the run; they overlap)"
+    awk -F '\t' -v t0="$run_start" '{
+      printf "%-18s %5.0f -> %5.0f  %5.0f s  %-6s (load average at its end: %s)\n",
+        $1, ($2 - t0) / 1000, ($3 - t0) / 1000, ($3 - $2) / 1000, $4, $5 }' "$timings/phases"
+    printf '%-18s %5.0f s   (load average at the end: %s)\n' "total" \
+      $((($(date +%s%3N) - run_start) / 1000)) "$(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null)"
   fi
-  for db in pglite postgres; do slowest_files "$db"; done
+  [ -s "$timings/files" ] || return 0
+  for db in pglite postgres; do
+    grep -q "	${db}	" "$timings/files" || continue
+    echo "-- slowest test files on ${db} (wall s, CPU s of the test process, result, file)"
+    awk -F '\t' -v db="$db" '$4 == db { printf "%6s %6s  %s  %s\n", $1, $2, $3, $5 }' "$timings/files" |
+      sort -rn | head -n "${TEST_TIMINGS_TOP:-15}"
+  done
+  echo "(logs: ${logdir})"
 }
 
-# The closing line: every test of every run, in the plain "N passed, N failed" form.
+# The closing line: every test of every run, in the plain "N passed, N failed" form (a cancelled
+# test, e.g. one that timed out, counts as failed).
 summary() {
   local passed failed
-  passed=$(grep -E '^(ℹ|#) pass [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')
-  failed=$(grep -E '^(ℹ|#) fail [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')
+  passed=$(cat "$logdir"/*.log 2>/dev/null | grep -E '^(ℹ|#) pass [0-9]+' | awk '{s+=$3} END {print s+0}')
+  failed=$(cat "$logdir"/*.log 2>/dev/null | grep -E '^(ℹ|#) (fail|cancelled) [0-9]+' | awk '{s+=$3} END {print s+0}')
   echo "${passed} passed, ${failed} failed"
 }
 
 run_unit() {
   mapfile -t files < <(find src test/unit -name '*.test.ts' 2>/dev/null | sort)
   [ "${#files[@]}" -eq 0 ] && return 0
-  echo "== unit tests"
-  node --import tsx --test --test-reporter=spec "${files[@]}" 2>&1 | tee -a "$log"
-  return "${PIPESTATUS[0]}"
+  node --import tsx --test --test-reporter=spec "${files[@]}"
+}
+
+# A phase in the background with its output in its own log (printed whole when it fails).
+background() {
+  local name="$1" log="$logdir/$2.log"
+  shift 2
+  (
+    status=0
+    phase "$name" "$@" >"$log" 2>&1 || status=$?
+    if [ "$status" -eq 0 ]; then
+      echo "✔ ${name} passed (log: ${log})"
+    else
+      echo "✖ ${name} FAILED; its output:"
+      cat "$log"
+    fi
+    exit "$status"
+  ) &
 }
 
 # Process tests run the compiled CLI (test/support/process.ts), as `npm start` does: build it once
@@ -176,56 +205,82 @@ run_packages() {
   mapfile -t files < <(find packages -path '*/node_modules' -prune -o -path '*/test/*.test.ts' -print | sort)
   [ "${#files[@]}" -eq 0 ] && return 0
   ensure_build && npm run --silent build:packages || return 1
-  echo "== package tests"
-  node --import tsx --test --test-reporter=spec "${files[@]}" 2>&1 | tee -a "$log"
-  return "${PIPESTATUS[0]}"
+  node --import tsx --test --test-reporter=spec "${files[@]}"
 }
 
+# run_api "pglite postgres" [FILE...]: the files (default all of test/api) on each database named,
+# from one pool of TEST_CONCURRENCY slots (test/support/run-files.ts).
 run_api() {
-  local db="$1"
+  local dbs="$1" db status=0
   shift
-  # Called in `timed ... ||` (no errexit there): each step's failure is returned by hand.
+  # Called in `... ||` (no errexit there): each step's failure is returned by hand.
   ensure_build || return 1
   if [ "$#" -gt 0 ]; then files=("$@"); else mapfile -t files < <(find test/api -name '*.test.ts' | sort); fi
-  echo "== API tests on ${db}"
-  TEST_DB="$db" node --import tsx test/support/prepare.ts || return 1
-  local status=0
-  # node --test with the longest files first (test/support/run-files.ts).
-  TEST_DB="$db" TEST_CONCURRENCY="$concurrency" TEST_TIMINGS="$timings/$db" \
-    node --import tsx test/support/run-files.ts "${files[@]}" 2>&1 | tee -a "$log" || status=$?
-  TEST_DB="$db" node --import tsx test/support/prepare.ts drop || true
+  echo "== API tests on ${dbs// / and }: ${#files[@]} files each, ${concurrency} at once"
+  local pids=() db_args=()
+  for db in $dbs; do
+    TEST_DB="$db" node --import tsx test/support/prepare.ts &
+    pids+=($!)
+    db_args+=(--db "$db")
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  [ "$status" -eq 0 ] || return 1
+  TEST_CONCURRENCY="$concurrency" TEST_LOG_DIR="$logdir" TEST_TIMINGS="$timings/files" \
+    TEST_PHASES="$timings/api" node --import tsx test/support/run-files.ts "${db_args[@]}" "${files[@]}" ||
+    status=$?
+  for db in $dbs; do TEST_DB="$db" node --import tsx test/support/prepare.ts drop || true; done
+  # Each database's own start and end, as a phase of the report.
+  [ -s "$timings/api" ] && awk -F '\t' '{ printf "API on %s\t%s\t%s\t%s\t%s\n", $1, $2, $3, $4, $5 }' \
+    "$timings/api" >>"$timings/phases"
   return "$status"
+}
+
+finish() {
+  local status="$1"
+  report_times
+  summary
+  exit "$status"
 }
 
 case "$mode" in
   all)
-    timed "typecheck + lint" bash -c 'npm run --silent typecheck && npm run --silent lint'
-    timed unit run_unit
-    timed packages run_packages
     ensure_redis
     ensure_mariadb
     ensure_chromium
     ensure_web
     status=0
-    timed "API on pglite" run_api pglite || status=$?
-    if [ "$status" -eq 0 ]; then
-      ensure_postgres
-      timed "API on postgres" run_api postgres || status=$?
-    fi
-    report_times
-    summary
-    exit "$status"
+    # Type check + lint and the unit tests use the cores while the API files start (most of the
+    # first files' time is spent waiting on processes, PostgreSQL and timers).
+    background "typecheck + lint" typecheck bash -c 'npm run --silent typecheck && npm run --silent lint'
+    typecheck_pid=$!
+    background unit unit run_unit
+    unit_pid=$!
+    # One build (the process tests' CLI, the packages' server) before the phases that use it.
+    ensure_build || status=1
+    background packages packages run_packages
+    packages_pid=$!
+    run_api "pglite postgres" || status=$?
+    wait "$typecheck_pid" || status=1
+    wait "$unit_pid" || status=1
+    wait "$packages_pid" || status=1
+    finish "$status"
     ;;
   unit) run_unit ;;
   packages) run_packages ;;
-  api)
+  api | files)
+    # Some API test files on both databases: scripts/test.sh files test/api/a.test.ts ...
+    [ "$mode" = files ] && shift || set --
     ensure_redis
     ensure_mariadb
     ensure_chromium
     ensure_web
     run_api pglite
     ensure_postgres
-    run_api postgres
+    if [ "$mode" = api ] || [[ " $* " == *browser* ]]; then ensure_chromium; fi
+    if [ "$mode" = api ] || [[ " $* " == *local* ]] || [[ " $* " == *drivers* ]]; then ensure_mariadb; fi
+    status=0
+    run_api "pglite postgres" "$@" || status=$?
+    finish "$status"
     ;;
   pglite)
     ensure_redis
@@ -234,16 +289,11 @@ case "$mode" in
     ensure_web
     run_api pglite
     ;;
-  postgres)
+  postgres | postgres-files)
+    # postgres-files: some API test files on PostgreSQL only (the long reliability run: npm run test:reliability).
+    [ "$mode" = postgres-files ] && shift || set --
     ensure_redis
     ensure_mariadb
-    ensure_postgres
-    run_api postgres
-    ;;
-  postgres-files)
-    # Some API test files on PostgreSQL only (the long reliability run: npm run test:reliability).
-    shift
-    ensure_redis
     ensure_postgres
     status=0
     run_api postgres "$@" || status=$?

@@ -131,6 +131,8 @@ export async function buildApp(deps: AppDeps) {
   });
 
   await app.register(swagger, openapiOptions(config));
+  // Issue 20: hostplane_password_hashes_total and the sign-ins refused before a hash.
+  metrics.observeAuth(services.authenticator.stats);
 
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {

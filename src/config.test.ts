@@ -196,6 +196,25 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ HTTP_DRAIN_MB: '0' }).http.drainBytes, 0);
   });
 
+  it('issue 20: password hashing and failed sign-in limits default to 2 / 64 and 5 / 20 / 100 a minute, and are checked', () => {
+    assert.deepEqual(loadConfig({}).authLimits, {
+      hashConcurrency: 2,
+      hashQueue: 64,
+      failureWindowSeconds: 60,
+      failuresPerIp: 20,
+      failuresPerIpUser: 5,
+      failuresPerUser: 100,
+    });
+    const problems = problemsOf({
+      AUTH_HASH_CONCURRENCY: '0',
+      AUTH_FAILURE_WINDOW_SECONDS: '0',
+      AUTH_HASH_QUEUE: 'x',
+    });
+    assert.equal(problems.length, 3);
+    assert.match(problems.join('\n'), /AUTH_HASH_CONCURRENCY.*AUTH_HASH_QUEUE.*AUTH_FAILURE_WINDOW_SECONDS/s);
+    assert.equal(loadConfig({ AUTH_FAILURES_PER_IP: '0' }).authLimits.failuresPerIp, 0);
+  });
+
   it('issue 9: a lease shorter than two heartbeats is refused (one late beat would reap a live worker)', () => {
     assert.deepEqual(problemsOf({ JOB_HEARTBEAT_SECONDS: '5', JOB_LEASE_SECONDS: '9' }), [
       'JOB_LEASE_SECONDS (9) must be at least twice JOB_HEARTBEAT_SECONDS (5)',

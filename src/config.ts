@@ -53,6 +53,8 @@ export interface Config {
   readonly installDomain: string;
   /** `AUTH_CACHE_SECONDS`, default 10: how long a verified credential and its memberships are reused. */
   readonly authCacheSeconds: number;
+  /** Issue 20: how password hashes are bounded and failed sign-ins counted (auth/authenticator.ts). */
+  readonly authLimits: AuthLimitsConfig;
   /**
    * `READ_CACHE_ENTRIES`, default 2000 (0 disables) and `READ_CACHE_MB`, default 64: the bounded cache
    * of rendered GET bodies, kept only while the data versions they were rendered under hold.
@@ -123,6 +125,28 @@ export interface HttpConfig {
   readonly drainBytes: number;
   /** `HTTP_DRAIN_TIMEOUT_MS`, default 10000: how long that discarding may take (then the same). */
   readonly drainTimeoutMs: number;
+}
+
+/**
+ * Issue 20 (docs/decisions.md #76): password hashing is bounded per process, and failed sign-ins are
+ * counted before a hash is spent. A failure limit of 0 turns that limit off.
+ */
+export interface AuthLimitsConfig {
+  /** `AUTH_HASH_CONCURRENCY`, default 2 (the cores of a small host): scrypt verifications at once. */
+  readonly hashConcurrency: number;
+  /** `AUTH_HASH_QUEUE`, default 64: verifications waiting for a slot; one more answers 503 at once. */
+  readonly hashQueue: number;
+  /** `AUTH_FAILURE_WINDOW_SECONDS`, default 60: the window failed sign-ins are counted in. */
+  readonly failureWindowSeconds: number;
+  /** `AUTH_FAILURES_PER_IP`, default 20: failures from one client address in a window, then 429. */
+  readonly failuresPerIp: number;
+  /** `AUTH_FAILURES_PER_IP_USER`, default 5: failures for one username from one address, then 429. */
+  readonly failuresPerIpUser: number;
+  /**
+   * `AUTH_FAILURES_PER_USER`, default 100: failures for one username from all addresses, then 429
+   * for addresses that have not signed in as that user lately (so a third party cannot lock it out).
+   */
+  readonly failuresPerUser: number;
 }
 
 /** The local hosting driver (drivers/local/). */
@@ -415,6 +439,14 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024, problems),
     installDomain,
     authCacheSeconds: intVar(env, 'AUTH_CACHE_SECONDS', 10, 0, 3600, problems),
+    authLimits: Object.freeze({
+      hashConcurrency: intVar(env, 'AUTH_HASH_CONCURRENCY', 2, 1, 256, problems),
+      hashQueue: intVar(env, 'AUTH_HASH_QUEUE', 64, 0, 100_000, problems),
+      failureWindowSeconds: intVar(env, 'AUTH_FAILURE_WINDOW_SECONDS', 60, 1, 86_400, problems),
+      failuresPerIp: intVar(env, 'AUTH_FAILURES_PER_IP', 20, 0, 1_000_000, problems),
+      failuresPerIpUser: intVar(env, 'AUTH_FAILURES_PER_IP_USER', 5, 0, 1_000_000, problems),
+      failuresPerUser: intVar(env, 'AUTH_FAILURES_PER_USER', 100, 0, 1_000_000, problems),
+    }),
     readCache: Object.freeze({
       entries: intVar(env, 'READ_CACHE_ENTRIES', 2000, 0, 1_000_000, problems),
       bytes: intVar(env, 'READ_CACHE_MB', 64, 1, 4096, problems) * 1024 * 1024,

@@ -114,6 +114,9 @@ export const Errors = {
     new AppError('rate_limited', message, [], { 'retry-after': String(retryAfterSeconds) }),
   unavailable: (message = 'Service temporarily unavailable; retry shortly') =>
     new AppError('unavailable', message),
+  /** 503 with Retry-After: this process is at a bound (issue 20: the password-hash queue is full). */
+  busy: (message: string, retryAfterSeconds: number) =>
+    new AppError('unavailable', message, [], { 'retry-after': String(retryAfterSeconds) }),
   badUpstream: (message: string) => new AppError('bad_upstream', message),
   internal: () => new AppError('internal', 'Internal Server Error'),
 };

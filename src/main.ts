@@ -220,7 +220,9 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
     });
   }
 
-  await worker?.start();
+  // Issue 20: with an API, the worker starts once it listens (below): its first round fetches from
+  // every queue, and on PGlite (one connection) the start's own queries waited behind those fetches.
+  if (!app) await worker?.start();
   const where = database.kind === 'pglite' ? `embedded PGlite (${config.dataDir})` : 'PostgreSQL';
   if (database.created?.from === 'template')
     print("Embedded database created from the build's migrated template");
@@ -246,6 +248,7 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
   });
 
   await app.listen({ port: config.port, host: config.host });
+  await worker?.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const base = config.publicUrl ?? `http://127.0.0.1:${port}`;

@@ -76,7 +76,14 @@ export interface ServiceDeps {
  */
 export function createServices({ config, database, clock, secretKey, queue, driver, mailer }: ServiceDeps) {
   const db = database.db;
-  const authenticator = createAuthenticator({ db, clock, cacheSeconds: config.authCacheSeconds });
+  const { hashConcurrency, hashQueue, ...failures } = config.authLimits;
+  const authenticator = createAuthenticator({
+    db,
+    clock,
+    cacheSeconds: config.authCacheSeconds,
+    hashing: { concurrency: hashConcurrency, queue: hashQueue },
+    failures,
+  });
   const accounts = createAccountsService({ db });
   const sites = createSitesService({ db, accounts });
   const made = driver ? null : configuredDriver({ config, db, clock, secretKey });

@@ -1,8 +1,9 @@
 import { Errors } from '../errors.js';
 
-/** A1: the five account roles. */
-export const ROLES = ['owner', 'full', 'full,billing', 'partial', 'partial,billing'] as const;
-export type Role = (typeof ROLES)[number];
+// A1: the five account roles, declared with the column that stores them.
+export { isRole, ROLES, type Role } from '../db/schema.js';
+
+import type { Role } from '../db/schema.js';
 
 /** Everything a role may or may not do; checked once per route through the helpers below. */
 export type Action =

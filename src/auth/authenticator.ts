@@ -1,9 +1,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
-import type { Caller, Membership, Role } from './access.js';
+import { Errors } from '../errors.js';
+import type { Caller, Membership } from './access.js';
+import { type AttemptLimits, createAttemptLimiter } from './attempts.js';
 import { bumpEpoch, findCredential, loadMemberships, readEpoch, readFreshness } from './auth.repo.js';
-import { DUMMY_HASH_PROMISE, verifyPassword } from './passwords.js';
+import { createHashGate, DUMMY_HASH_PROMISE, type HashGateOptions, type HashGateStats } from './passwords.js';
 
 export interface AuthenticatorOptions {
   db: Db;
@@ -12,32 +14,94 @@ export interface AuthenticatorOptions {
   cacheSeconds: number;
   /** Most cached pairs; default 10,000. */
   maxEntries?: number;
+  /** Issue 20: scrypt verifications at once and waiting (default 2 and 64). */
+  hashing?: HashGateOptions;
+  /** Issue 20: failed sign-ins counted before a hash is spent (default: none counted). */
+  failures?: AttemptLimits | null;
+}
+
+/** Who asks for a verification (the auth hook): the client address, and whether it is still there. */
+export interface VerifyContext {
+  /** The client address: failed sign-ins are counted per address (attempts.ts). */
+  ip?: string;
+  /** False once the client has gone: a verification nobody waits for is not hashed. */
+  alive?: () => boolean;
+}
+
+/** What the authenticator did so far (GET /metrics). */
+export interface AuthenticatorStats extends HashGateStats {
+  /** Verifications refused with a 429 by the failed sign-in limits, before any hash. */
+  refusedFailures: number;
+  /** Background re-checks of a cached pair near the end of its life that ended (refresh ahead, no hash). */
+  refreshes: number;
 }
 
 /** How often a process re-reads the membership epoch (at most; never more often than the cache lives). */
 const EPOCH_CHECK_MS = 1000;
+/** Refresh ahead: a pair used when less than this part of its life remains is re-checked in the background. */
+const REFRESH_WHEN_LEFT = 1 / 3;
+/** How often a verification that saw an invalidation reloads before it answers uncached. */
+const RELOADS = 3;
+
+interface Entry {
+  caller: Caller;
+  username: string;
+  /** The stored hash the password was verified against: unchanged, the password still matches it. */
+  passwordHash: string;
+  refreshAt: number;
+  expires: number;
+  refreshing: boolean;
+}
+
+interface Flight {
+  promise: Promise<Caller | null>;
+  /** The clients waiting for it: it is hashed only while one of them is still there. */
+  watchers: Set<() => boolean>;
+  /** Addresses whose failure it was counted for: one guess per address, however many requests shared it. */
+  counted: Set<string>;
+}
 
 /**
  * Verifies Basic credentials. A verified (username, password) pair is cached for a few seconds under
  * an HMAC of the pair (keyed per process), so a request costs no scrypt hash and the cache never
  * holds a password.
  *
+ * Issue 20 (docs/decisions.md #76): one verification per pair at a time (single flight: later
+ * requests await the same promise; a failure is never cached); a pair used in the last third of its
+ * life is re-checked once in the background (refresh ahead: the stored hash it was verified against
+ * is read again, no scrypt), so a busy credential never sees an expiry; hashes go through a bounded
+ * gate (passwords.ts), and failed sign-ins are counted before a hash is spent (attempts.ts).
+ *
  * Membership changes must take effect at once (U, T11): the transaction that makes one calls
  * `membershipsChanged(tx)`, which bumps a one-row epoch, and then `invalidate()` clears this
  * process's cache. Every other process re-reads the epoch at most once a second (`sync()`, awaited by
  * the auth hook before a cached caller is used) and drops its cache when it moved, so a change is
- * seen everywhere within about a second, not AUTH_CACHE_SECONDS (decisions.md #7).
+ * seen everywhere within about a second, not AUTH_CACHE_SECONDS (decisions.md #7). An invalidation
+ * always wins: a verification or refresh that started before one never stores its result, and
+ * reloads the credential and memberships before it answers.
  */
-export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_000 }: AuthenticatorOptions) {
+export function createAuthenticator({
+  db,
+  clock,
+  cacheSeconds,
+  maxEntries = 10_000,
+  hashing = { concurrency: 2, queue: 64 },
+  failures = null,
+}: AuthenticatorOptions) {
   const cacheKey = randomBytes(32);
-  const cache = new Map<string, { caller: Caller; expires: number }>();
+  const cache = new Map<string, Entry>();
+  const flights = new Map<string, Flight>();
+  const gate = createHashGate(hashing);
+  const attempts = failures ? createAttemptLimiter(clock, failures) : null;
+  const counts = { refusedFailures: 0, refreshes: 0 };
+  const lifeMs = cacheSeconds * 1000;
   // Bumped by every local invalidation; a caller taken from the cache before one is not used.
   let generation = 0;
   const generationOf = new WeakMap<Caller, number>();
   let epoch: number | null = null;
   let epochCheckedAt = Number.NEGATIVE_INFINITY;
   let epochRead: Promise<void> | null = null;
-  const checkMs = Math.min(EPOCH_CHECK_MS, cacheSeconds * 1000);
+  const checkMs = Math.min(EPOCH_CHECK_MS, lifeMs);
 
   function invalidate() {
     generation++;
@@ -65,7 +129,7 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
     const { rows, scoped } = await loadMemberships(db, userId);
     const memberships = new Map<string, Membership>();
     for (const row of rows) {
-      const roles = row.roles as Role;
+      const { roles } = row;
       const partial = roles.startsWith('partial');
       const installIds = partial
         ? new Set(scoped.filter((s) => s.account_id === row.account_id).map((s) => s.install_id))
@@ -78,29 +142,124 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
   const keyOf = (username: string, password: string) =>
     createHmac('sha256', cacheKey).update(username).update('\0').update(password).digest('base64');
 
-  /** The caller of a pair verified within `cacheSeconds`, or null: no hashing, no query. */
-  function cached(username: string, password: string): Caller | null {
-    const key = keyOf(username, password);
-    const hit = cache.get(key);
-    if (!hit) return null;
-    if (hit.expires > clock.now().getTime()) return hit.caller;
+  /**
+   * Stores a pair checked at `checkedAt` under the generation it started in, unless an invalidation
+   * came since (then nothing is stored: the invalidation wins).
+   */
+  function store(key: string, caller: Caller, passwordHash: string, since: number, checkedAt: number) {
+    generationOf.set(caller, since);
+    if (cacheSeconds === 0 || since !== generation) return;
     cache.delete(key);
-    return null;
+    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
+    cache.set(key, {
+      caller,
+      username: caller.username,
+      passwordHash,
+      refreshAt: checkedAt + lifeMs * (1 - REFRESH_WHEN_LEFT),
+      expires: checkedAt + lifeMs,
+      refreshing: false,
+    });
   }
 
-  async function verify(username: string, password: string): Promise<Caller | null> {
-    const hit = cached(username, password);
-    if (hit) return hit;
-    const key = keyOf(username, password);
+  /**
+   * Refresh ahead: re-reads the credential and memberships of a cached pair. The password matched
+   * `entry.passwordHash`; while the stored hash is the same, it still does (no scrypt). A changed or
+   * removed credential drops the pair; an error leaves it to live out its life (one try per entry).
+   */
+  async function refresh(key: string, entry: Entry) {
+    const since = generation;
+    const checkedAt = clock.now().getTime();
+    try {
+      const credential = await findCredential(db, entry.username);
+      if (!credential || credential.password_hash !== entry.passwordHash) {
+        if (cache.get(key) === entry) cache.delete(key);
+        return;
+      }
+      store(key, await loadCaller(credential.user_id, entry.username), entry.passwordHash, since, checkedAt);
+      counts.refreshes++;
+    } catch {
+      // The entry expires as it would have; the next use after that verifies again.
+    }
+  }
+
+  function lookup(key: string): Caller | null {
+    const hit = cache.get(key);
+    if (!hit) return null;
     const now = clock.now().getTime();
+    if (hit.expires <= now) {
+      cache.delete(key);
+      return null;
+    }
+    if (!hit.refreshing && now >= hit.refreshAt) {
+      hit.refreshing = true;
+      void refresh(key, hit);
+    }
+    return hit.caller;
+  }
+
+  /** The caller of a pair verified within `cacheSeconds`, or null: no hashing, no query. */
+  function cached(username: string, password: string): Caller | null {
+    return lookup(keyOf(username, password));
+  }
+
+  /** One verification of a pair: hash (through the gate), memberships, and the cache when still current. */
+  async function check(key: string, username: string, password: string, flight: Flight) {
+    let since = generation;
+    const checkedAt = clock.now().getTime();
+    const alive = () => {
+      for (const watcher of flight.watchers) if (watcher()) return true;
+      return false;
+    };
     const credential = await findCredential(db, username);
-    const ok = await verifyPassword(password, credential?.password_hash ?? (await DUMMY_HASH_PROMISE()));
+    const stored = credential?.password_hash ?? (await DUMMY_HASH_PROMISE());
+    const ok = await gate.verify(password, stored, alive);
     if (!credential || !ok) return null;
-    const caller = await loadCaller(credential.user_id, username);
-    if (cacheSeconds > 0) {
-      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-      cache.set(key, { caller, expires: now + cacheSeconds * 1000 });
-      generationOf.set(caller, generation);
+    let caller = await loadCaller(credential.user_id, username);
+    // An invalidation during the check: read again what it may have changed (no second hash).
+    for (let i = 0; i < RELOADS && since !== generation; i++) {
+      since = generation;
+      const again = await findCredential(db, username);
+      if (!again || again.password_hash !== credential.password_hash) return null;
+      caller = await loadCaller(again.user_id, username);
+    }
+    store(key, caller, credential.password_hash, since, checkedAt);
+    return caller;
+  }
+
+  async function verify(username: string, password: string, context: VerifyContext = {}) {
+    const key = keyOf(username, password);
+    const hit = lookup(key);
+    if (hit) return hit;
+    const { ip } = context;
+    let flight = flights.get(key);
+    if (!flight) {
+      // Only a new verification is refused: joining one in flight costs no hash.
+      const wait = ip && attempts ? attempts.blocked(ip, username) : 0;
+      if (wait > 0) {
+        counts.refusedFailures++;
+        throw Errors.tooManyRequests(`Too many failed sign-ins; retry in ${wait} seconds`, wait);
+      }
+      const made: Flight = { promise: Promise.resolve(null), watchers: new Set(), counted: new Set() };
+      made.promise = check(key, username, password, made).finally(() => {
+        if (flights.get(key) === made) flights.delete(key);
+      });
+      flights.set(key, made);
+      flight = made;
+    }
+    const watcher = context.alive ?? (() => true);
+    flight.watchers.add(watcher);
+    let caller: Caller | null;
+    try {
+      caller = await flight.promise;
+    } finally {
+      flight.watchers.delete(watcher);
+    }
+    if (ip && attempts) {
+      if (caller) attempts.succeeded(ip, username);
+      else if (!flight.counted.has(ip)) {
+        flight.counted.add(ip);
+        attempts.failed(ip, username);
+      }
     }
     return caller;
   }
@@ -135,6 +294,8 @@ export function createAuthenticator({ db, clock, cacheSeconds, maxEntries = 10_0
     membershipsChanged: (tx: Db) => bumpEpoch(tx),
     /** Drops every cached pair of this process (after a membership or credential change commits). */
     invalidate,
+    /** Counters for GET /metrics (hostplane_password_hashes_total, hostplane_auth_refused_total). */
+    stats: (): AuthenticatorStats => ({ ...gate.stats(), ...counts }),
   };
 }
 

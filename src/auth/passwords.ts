@@ -1,5 +1,6 @@
 import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
+import { Errors } from '../errors.js';
 
 const scrypt = promisify(scryptCb) as (
   password: string,
@@ -35,6 +36,72 @@ export async function verifyPassword(password: string, stored: string): Promise<
   });
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
+
+export interface HashGateOptions {
+  /** Verifications running at once (each one holds a libuv pool thread and 32 MiB for ~50 ms). */
+  concurrency: number;
+  /** Verifications waiting for a slot; one more is refused at once (503). */
+  queue: number;
+}
+
+/** What a {@link HashGate} did so far (read by GET /metrics). */
+export interface HashGateStats {
+  /** scrypt verifications started. */
+  hashes: number;
+  /** Refused at once because the wait queue was full. */
+  refusedBusy: number;
+  /** Dropped before hashing because every client waiting for the verification had gone. */
+  abandoned: number;
+  running: number;
+  waiting: number;
+}
+
+/**
+ * Issue 20 (defect 6): at most `concurrency` password verifications at a time per process, with a
+ * bounded FIFO of waiters. A full queue throws a 503 with Retry-After at once; a verification whose
+ * clients are gone (`alive()` false when its turn comes) is dropped without hashing.
+ */
+export function createHashGate({ concurrency, queue }: HashGateOptions) {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  const stats = { hashes: 0, refusedBusy: 0, abandoned: 0 };
+
+  function release() {
+    const next = waiting.shift();
+    // The slot passes straight to the next waiter (running stays the same).
+    if (next) next();
+    else running--;
+  }
+
+  async function verify(password: string, stored: string, alive: () => boolean = () => true) {
+    if (!alive()) {
+      stats.abandoned++;
+      throw Errors.unavailable('The client closed the connection before its credentials were checked');
+    }
+    if (running < concurrency) running++;
+    else if (waiting.length >= queue) {
+      stats.refusedBusy++;
+      throw Errors.busy('Too many sign-ins are being checked; retry shortly', 1);
+    } else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      if (!alive()) {
+        stats.abandoned++;
+        throw Errors.unavailable('The client closed the connection before its credentials were checked');
+      }
+      stats.hashes++;
+      return await verifyPassword(password, stored);
+    } finally {
+      release();
+    }
+  }
+
+  return {
+    verify,
+    stats: (): HashGateStats => ({ ...stats, running, waiting: waiting.length }),
+  };
+}
+
+export type HashGate = ReturnType<typeof createHashGate>;
 
 /** A hash of a password nobody has, verified when the username is unknown so timing reveals nothing. */
 export const DUMMY_HASH_PROMISE: () => Promise<string> = (() => {

@@ -1,10 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { type SQL, sql } from 'drizzle-orm';
-import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { SelectResultFields } from 'drizzle-orm/query-builders/select.types';
 import pg from 'pg';
 import { schema } from './schema.js';
@@ -100,26 +98,45 @@ export type DbOptions =
  * (pages read beyond it come from the OS page cache); bench/README.md "Start-up and memory".
  */
 const PGLITE_SETTINGS = ['shared_buffers=16MB'];
-const pgliteStartParams = () => [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((s) => ['-c', s])];
+const pgliteStartParams = (pglite: typeof PGlite) => [
+  ...pglite.defaultStartParams,
+  ...PGLITE_SETTINGS.flatMap((s) => ['-c', s]),
+];
+
+/**
+ * Issue 20: each driver's modules load only when a database of its kind is opened: PGlite (its
+ * module and Drizzle's PGlite driver, ~10 MB and tens of ms) never on a PostgreSQL start, Drizzle's
+ * node-postgres driver never on an embedded one. (pg itself always loads: pg-boss needs it.)
+ */
+async function loadPglite() {
+  const [{ PGlite }, { drizzle }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('drizzle-orm/pglite'),
+  ]);
+  return { PGlite, drizzle };
+}
 
 /** Opens PostgreSQL through a pg pool, or PGlite (in a data dir or in memory). */
 export async function openDatabase(options: DbOptions): Promise<Database> {
   if (options.kind === 'postgres') {
+    const { drizzle } = await import('drizzle-orm/node-postgres');
     return openPostgres(
+      drizzle,
       options.url,
       options.poolSize ?? 10,
       options.budget ?? BACKGROUND_BUDGET,
       options.onError,
     );
   }
+  const driver = await loadPglite();
   if (options.kind === 'pglite-memory') {
-    const pglite = await PGlite.create({
-      startParams: pgliteStartParams(),
+    const pglite = await driver.PGlite.create({
+      startParams: pgliteStartParams(driver.PGlite),
       ...(options.loadDataDir && { loadDataDir: options.loadDataDir }),
     });
-    return wrapPglite(pglite, async () => {});
+    return wrapPglite(driver, pglite, async () => {});
   }
-  return openPgliteDir(options.dir, options.template);
+  return openPgliteDir(driver, options.dir, options.template);
 }
 
 /**
@@ -171,7 +188,16 @@ DeadlineClient.prototype.query = function query(this: pg.Client, ...args: unknow
   return result;
 } as typeof pg.Client.prototype.query;
 
-function openPostgres(url: string, max: number, budget: DbBudget, onError?: (err: Error) => void): Database {
+type DrizzlePg = typeof import('drizzle-orm/node-postgres').drizzle;
+type PgliteDriver = Awaited<ReturnType<typeof loadPglite>>;
+
+function openPostgres(
+  drizzlePg: DrizzlePg,
+  url: string,
+  max: number,
+  budget: DbBudget,
+  onError?: (err: Error) => void,
+): Database {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -203,11 +229,11 @@ function openPostgres(url: string, max: number, budget: DbBudget, onError?: (err
   };
 }
 
-function wrapPglite(pglite: PGlite, release: () => Promise<void>): Database {
+function wrapPglite(driver: PgliteDriver, pglite: PGlite, release: () => Promise<void>): Database {
   const writes = countWrites(pglite);
   return {
     kind: 'pglite',
-    db: drizzlePglite(pglite, { schema }) as unknown as Db,
+    db: driver.drizzle(pglite, { schema }) as unknown as Db,
     pglite,
     writes,
     close: async () => {
@@ -223,7 +249,8 @@ function wrapPglite(pglite: PGlite, release: () => Promise<void>): Database {
  * place, so a crash cannot leave a half-made one: a checked copy of `template` when it is usable,
  * else initdb.
  */
-async function openPgliteDir(dir: string, template?: string): Promise<Database> {
+async function openPgliteDir(driver: PgliteDriver, dir: string, template?: string): Promise<Database> {
+  const startParams = pgliteStartParams(driver.PGlite);
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const release = takeLock(`${dir}.lock`);
   try {
@@ -233,14 +260,14 @@ async function openPgliteDir(dir: string, template?: string): Promise<Database> 
       fs.rmSync(tmp, { recursive: true, force: true });
       const problem = template ? copyTemplate(template, tmp) : 'no template given';
       if (problem) {
-        const fresh = await PGlite.create(tmp, { startParams: pgliteStartParams() });
+        const fresh = await driver.PGlite.create(tmp, { startParams });
         await fresh.close();
       }
       fs.renameSync(tmp, dir);
       created = problem ? { from: 'initdb', reason: problem } : { from: 'template' };
     }
-    const pglite = await PGlite.create(dir, { startParams: pgliteStartParams() });
-    return { ...wrapPglite(pglite, async () => release()), ...(created && { created }) };
+    const pglite = await driver.PGlite.create(dir, { startParams });
+    return { ...wrapPglite(driver, pglite, async () => release()), ...(created && { created }) };
   } catch (err) {
     release();
     throw err;

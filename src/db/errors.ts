@@ -52,6 +52,16 @@ export function sqlState(err: unknown): { code: string; constraint: string | und
 // was written; the same request, sent again, normally succeeds.
 const CONFLICT_SQLSTATES = new Set(['40P01', '40001']);
 
+// 57014: the statement was cancelled (its statement_timeout passed: a lock held elsewhere, or a
+// database too slow for the request's budget); 55P03: a lock was not available in time.
+const TOO_SLOW_SQLSTATES = new Set(['57014', '55P03']);
+
+/** True when a statement ran out of its time budget: nothing was written, the request may be retried. */
+export function isStatementTimeout(err: unknown): boolean {
+  const state = sqlState(err);
+  return state !== null && TOO_SLOW_SQLSTATES.has(state.code);
+}
+
 /** True when the database rolled the transaction back because of a concurrent one (retry it). */
 export function isTransactionConflict(err: unknown): boolean {
   const state = sqlState(err);

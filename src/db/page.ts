@@ -1,6 +1,5 @@
-import { count, type SQL } from 'drizzle-orm';
-import type { PgColumn, PgTable, SelectedFields } from 'drizzle-orm/pg-core';
-import type { Db, RowOf } from './client.js';
+import type { SQL } from 'drizzle-orm';
+import type { PgColumn, PgSelect } from 'drizzle-orm/pg-core';
 
 /** A page of a list (G5): what repositories take; http/pagination.ts parses it from the query. */
 export interface Page {
@@ -9,26 +8,23 @@ export interface Page {
 }
 
 /**
- * One page of `table`'s rows matching `where`, and how many match in all (the envelope's `count`).
- * The order must end in a unique column so that pages never overlap.
+ * One page of a list, and how many rows the list has in all (the envelope's `count`). `query` is the
+ * list's select made `$dynamic()`: its projection, joins and filter, no order or limit. `total` counts
+ * the same rows, usually `db.$count(table, where)` on the list's own table (a left join that names a
+ * related row adds none, so the count leaves it out). It runs first, then the page: one statement at
+ * a time, as a transaction on PGlite needs. The order must end in a unique column so that pages never
+ * overlap.
  */
-export async function selectPage<F extends SelectedFields>(
-  db: Db,
-  table: PgTable,
-  fields: F,
-  where: SQL | undefined,
+export async function selectPage<Q extends PgSelect>(
+  query: Q,
+  total: PromiseLike<number>,
   order: (PgColumn | SQL)[],
   page: Page,
-): Promise<{ count: number; rows: RowOf<F>[] }> {
-  const [total] = await db.select({ n: count() }).from(table).where(where);
-  const rows = await db
-    .select(fields)
-    .from(table)
-    .where(where)
-    .$dynamic()
+): Promise<{ count: number; rows: Awaited<Q> }> {
+  const count = Number(await total);
+  const rows = await query
     .orderBy(...order)
     .limit(page.limit)
     .offset(page.offset);
-  // The rows are the projection's fields; with `table` generic, Drizzle cannot say so itself.
-  return { count: Number(total?.n ?? 0), rows: rows as RowOf<F>[] };
+  return { count, rows: rows as Awaited<Q> };
 }

@@ -3,6 +3,7 @@ import {
   type AnyPgColumn,
   bigint,
   boolean,
+  check,
   customType,
   date,
   foreignKey,
@@ -44,7 +45,12 @@ export const users = pgTable(
   (t) => [uniqueIndex('users_email_key').on(sql`lower(${t.email})`)],
 );
 
-/** A user's roles on one account (A1). `roles` is one of the five spec values. */
+/** A1: the five account roles (auth/access.ts says what each may do). */
+export const ROLES = ['owner', 'full', 'full,billing', 'partial', 'partial,billing'] as const;
+export type Role = (typeof ROLES)[number];
+export const isRole = (value: string): value is Role => (ROLES as readonly string[]).includes(value);
+
+/** A user's roles on one account (A1). `roles` is one of the five spec values (a CHECK since 0011). */
 export const memberships = pgTable(
   'memberships',
   {
@@ -54,10 +60,14 @@ export const memberships = pgTable(
     user_id: uuid('user_id')
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
-    roles: text('roles').notNull(),
+    roles: text('roles').$type<Role>().notNull(),
     created_at: createdAt(),
   },
-  (t) => [primaryKey({ columns: [t.account_id, t.user_id] }), index('memberships_user_id_idx').on(t.user_id)],
+  (t) => [
+    primaryKey({ columns: [t.account_id, t.user_id] }),
+    index('memberships_user_id_idx').on(t.user_id),
+    check('memberships_roles_check', sql.raw(`roles in (${ROLES.map((r) => `'${r}'`).join(', ')})`)),
+  ],
 );
 
 /** A2: the installs a partial member may see. Removed with the install. */

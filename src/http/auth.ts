@@ -39,10 +39,20 @@ export function basicAuthHook(authenticator: Authenticator) {
     request.caller = null;
     const pair = parseBasic(request.headers.authorization);
     if (!pair) throw Errors.unauthenticated();
-    const caller = await authenticator.verify(pair.username, pair.password);
+    // Issue 20: failed sign-ins are counted per client address, and a client that has gone (its
+    // connection closed while it waited for a hash slot) is not hashed for.
+    const caller = await authenticator.verify(pair.username, pair.password, {
+      ip: request.ip,
+      alive: () => connected(request),
+    });
     if (!caller) throw Errors.unauthenticated();
     request.caller = caller;
   };
+}
+
+/** False once the client closed the connection of `request` (nobody would read the answer). */
+export function connected(request: FastifyRequest): boolean {
+  return !request.raw.destroyed && request.raw.socket?.destroyed !== true;
 }
 
 /** The caller of an authenticated route (set by {@link basicAuthHook}). */

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable, isTransactionConflict } from '../db/errors.js';
+import { isDatabaseUnavailable, isStatementTimeout, isTransactionConflict } from '../db/errors.js';
 import { AppError, Errors, type FieldError } from '../errors.js';
 
 declare module 'fastify' {
@@ -90,6 +90,11 @@ function toAppError(error: FastifyError, request: FastifyRequest): AppError | nu
   }
   if (error instanceof SyntaxError) return Errors.badRequest(`Malformed JSON body: ${error.message}`);
   if (isDatabaseUnavailable(error)) return Errors.unavailable();
+  // A statement past its budget (a lock held elsewhere, a slow database): the transaction was rolled
+  // back, so the request changed nothing and may be sent again (G11), as for an unreachable database.
+  if (isStatementTimeout(error)) {
+    return Errors.unavailable('The database did not answer in time; nothing was changed, retry it');
+  }
   // Two writes to the same accounts in opposite orders can deadlock (their data versions, decision
   // 49): the loser's transaction was rolled back whole, so it is safe and right to ask for a retry.
   if (isTransactionConflict(error)) {

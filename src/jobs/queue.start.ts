@@ -35,10 +35,39 @@ function queueOptions(spec: JobSpec, jobs: JobsConfig, deadLetter?: string): PgB
   };
 }
 
+/** The stored options `queueOptions` sets, as pg-boss's `getQueues` answers them. */
+const COMPARED = [
+  'policy',
+  'retryLimit',
+  'retryDelay',
+  'retryBackoff',
+  'expireInSeconds',
+  'deadLetter',
+] as const;
+
 /**
- * What the queue does at every start: installs or upgrades pg-boss's schema, then creates every queue
- * of the catalog and its dead-letter queue and updates each queue's options (the catalog and JOB_*
- * settings may have changed since it was made). One process at a time on PostgreSQL, under an advisory
+ * Creates each missing queue (and its dead-letter queue) and updates a queue only where its stored
+ * options differ from the catalog and JOB_* settings (they may have changed since it was made).
+ * Issue 20: one read of pg-boss's queue table when nothing changed, instead of 72 statements (three
+ * per job) at every start. A field the catalog leaves unset is not compared (pg-boss keeps it too).
+ */
+async function ensureQueues(instance: PgBoss, specs: Record<string, JobSpec>, jobs: JobsConfig) {
+  const stored = new Map((await instance.getQueues()).map((q) => [q.name, q]));
+  for (const [name, spec] of Object.entries(specs)) {
+    const dead = exhaustedQueue(name);
+    if (!stored.has(dead))
+      await instance.createQueue(dead, { name: dead, policy: 'standard', retryLimit: 5, retryDelay: 5 });
+    const opts = { ...queueOptions(spec, jobs, dead), name };
+    const current = stored.get(name);
+    if (!current) await instance.createQueue(name, opts);
+    else if (COMPARED.some((key) => opts[key] !== undefined && opts[key] !== current[key]))
+      await instance.updateQueue(name, opts);
+  }
+}
+
+/**
+ * What the queue does at every start: installs or upgrades pg-boss's schema, then makes every queue
+ * of the catalog and its dead-letter queue exist with the options they should have (ensureQueues). One process at a time on PostgreSQL, under an advisory
  * lock: processes creating the queues at once deadlocked (cli.test.ts, three migrates). Answers the
  * started pg-boss instance.
  */
@@ -55,14 +84,7 @@ export async function startQueues(deps: StartDeps, options: StartOptions = {}): 
     } as PgBoss.ConstructorOptions);
     instance.on('error', (err) => onError?.(err));
     await instance.start();
-    for (const [name, spec] of Object.entries(specs)) {
-      const dead = exhaustedQueue(name);
-      await instance.createQueue(dead, { name: dead, policy: 'standard', retryLimit: 5, retryDelay: 5 });
-      const opts = queueOptions(spec, jobs, dead);
-      await instance.createQueue(name, { ...opts, name });
-      // The catalog (and JOB_* settings) may have changed since the queue was made.
-      await instance.updateQueue(name, { ...opts, name });
-    }
+    await ensureQueues(instance, specs, jobs);
     return instance;
   });
 }

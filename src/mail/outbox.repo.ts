@@ -1,6 +1,6 @@
-import { and, count, desc, eq, sql } from 'drizzle-orm';
+import { and, desc, eq, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../db/client.js';
-import type { Page } from '../db/page.js';
+import { type Page, selectPage } from '../db/page.js';
 import { mailOutbox } from '../db/schema.js';
 
 const projection = {
@@ -59,14 +59,12 @@ export async function recordError(db: Db, id: string, error: string) {
 }
 
 export async function listMessages(db: Db, page: Page) {
-  const [total] = await db.select({ n: count() }).from(mailOutbox);
-  const rows = await db
-    .select(projection)
-    .from(mailOutbox)
-    .orderBy(desc(mailOutbox.created_at), desc(mailOutbox.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+  return selectPage(
+    db.select(projection).from(mailOutbox).$dynamic(),
+    db.$count(mailOutbox),
+    [desc(mailOutbox.created_at), desc(mailOutbox.id)],
+    page,
+  );
 }
 
 export const ERASED_BODY = '(erased after delivery: this message held a one-time link)';

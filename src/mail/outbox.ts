@@ -89,3 +89,4 @@ export function createOutbox({ db, queue, mailer, clock }: OutboxDeps) {
 }
 
 export type Outbox = ReturnType<typeof createOutbox>;
+export type { MailRow } from './outbox.repo.js';

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
 import type { Role } from '../../src/auth/access.js';
+import { expectFieldError } from '../support/assertions.js';
 import { factories, type Member } from '../support/factories.js';
 import { buildTestApp, clientFor, type Json, type Res, startApp } from '../support/harness.js';
 import { expectForbidden, expectNotFound, idsOf } from '../support/security.js';
@@ -33,14 +35,6 @@ function newUser(accountId: string, roles: string, extra: Record<string, unknown
 async function created(res: Res): Promise<Json> {
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body.account_user;
-}
-
-function expectFieldError(res: Res, field: string, code?: string) {
-  assert.equal(res.status, 400, JSON.stringify(res.body));
-  const error = res.body.errors.find((e: Json) => e.field === field);
-  assert.ok(error, `no error on ${field}: ${JSON.stringify(res.body)}`);
-  if (code) assert.equal(error.code, code, JSON.stringify(res.body));
-  return error;
 }
 
 /** An account with an owner and one member per other role. */
@@ -93,16 +87,16 @@ describe('createAccountUser', () => {
   it('U1 requires user with account_id, first_name, last_name, email and roles: one G7 error each', async () => {
     const w = await f.world();
     const none = await w.owner.client.post(usersOf(w.account.id), {});
-    expectFieldError(none, 'user', 'required');
+    expectFieldError(none, 'user', undefined, 'required');
     const empty = await w.owner.client.post(usersOf(w.account.id), { user: {} });
     for (const field of ['account_id', 'first_name', 'last_name', 'email', 'roles']) {
-      expectFieldError(empty, `user.${field}`, 'required');
+      expectFieldError(empty, `user.${field}`, undefined, 'required');
     }
     const bad = await w.owner.client.post(
       usersOf(w.account.id),
       newUser(w.account.id, 'full', { email: 'nope' }),
     );
-    expectFieldError(bad, 'user.email', 'format');
+    expectFieldError(bad, 'user.email', undefined, 'format');
   });
 
   it('U1 user.account_id must be the account of the path', async () => {
@@ -142,17 +136,17 @@ describe('createAccountUser', () => {
       usersOf(w.account.id),
       newUser(w.account.id, 'partial', { install_ids: [foreign.install.id] }),
     );
-    expectFieldError(notOurs, 'user.install_ids', 'install_not_in_account');
+    expectFieldError(notOurs, 'user.install_ids', undefined, 'install_not_in_account');
     const notPartial = await w.owner.client.post(
       usersOf(w.account.id),
       newUser(w.account.id, 'full', { install_ids: [w.install.id] }),
     );
-    expectFieldError(notPartial, 'user.install_ids', 'not_partial');
+    expectFieldError(notPartial, 'user.install_ids', undefined, 'not_partial');
     const malformed = await w.owner.client.post(
       usersOf(w.account.id),
       newUser(w.account.id, 'partial', { install_ids: ['x'] }),
     );
-    expectFieldError(malformed, 'user.install_ids[0]', 'format');
+    expectFieldError(malformed, 'user.install_ids[0]', undefined, 'format');
   });
 
   it('U1 the same e-mail cannot be added twice to one account (any letter case): 400 value_unavailable', async () => {
@@ -162,7 +156,7 @@ describe('createAccountUser', () => {
     const again = await w.owner.client.post(usersOf(w.account.id), {
       user: { ...body.user, email: body.user.email.toUpperCase(), roles: 'partial' },
     });
-    const error = expectFieldError(again, 'user.email', 'already_member');
+    const error = expectFieldError(again, 'user.email', undefined, 'already_member');
     assert.equal(error.type, 'value_unavailable');
     const list = await w.owner.client.get(usersOf(w.account.id));
     assert.equal(list.body.count, 2);
@@ -261,8 +255,8 @@ describe('last owner', () => {
   it('the only owner cannot be demoted or removed (400 last_owner); with a second owner both are allowed', async () => {
     const w = await f.world();
     const url = userUrl(w.account.id, w.owner.userId);
-    expectFieldError(await w.owner.client.patch(url, { roles: 'full' }), 'roles', 'last_owner');
-    expectFieldError(await w.owner.client.delete(url), 'roles', 'last_owner');
+    expectFieldError(await w.owner.client.patch(url, { roles: 'full' }), 'roles', undefined, 'last_owner');
+    expectFieldError(await w.owner.client.delete(url), 'roles', undefined, 'last_owner');
     assert.equal((await w.owner.client.get(url)).body.roles, 'owner');
 
     const second = await f.user([{ account_id: w.account.id, roles: 'full' }]);
@@ -279,7 +273,12 @@ describe('last owner', () => {
     // The demoted user can no longer touch the remaining owner (no escalation)...
     expectForbidden(await w.owner.client.delete(userUrl(w.account.id, second.userId)));
     // ...and the remaining owner cannot leave either.
-    expectFieldError(await second.client.delete(userUrl(w.account.id, second.userId)), 'roles', 'last_owner');
+    expectFieldError(
+      await second.client.delete(userUrl(w.account.id, second.userId)),
+      'roles',
+      undefined,
+      'last_owner',
+    );
   });
 
   it('two owners demoting each other at once leave exactly one owner', async () => {
@@ -361,6 +360,7 @@ describe('updateAccountUser', () => {
     expectFieldError(
       await w.owner.client.patch(partialUrl, { roles: 'full', install_ids: [w.install.id] }),
       'install_ids',
+      undefined,
       'not_partial',
     );
     const full = await w.owner.client.patch(partialUrl, { roles: 'full' });
@@ -372,7 +372,7 @@ describe('updateAccountUser', () => {
       await w.owner.client.patch(partialUrl, { roles: 'partial', install_ids: [w.account.id] }),
       'install_ids',
     );
-    expectFieldError(await w.owner.client.patch(partialUrl, {}), 'roles', 'required');
+    expectFieldError(await w.owner.client.patch(partialUrl, {}), 'roles', undefined, 'required');
   });
 
   it('A2 a role change applies at once, in this process and in another one, despite the credential cache', async () => {
@@ -438,5 +438,20 @@ describe('mfa_enabled', () => {
     assert.equal(set.body.mfa_enabled, true);
     assert.equal((await w.owner.client.get(url)).body.mfa_enabled, true);
     expectNotFound(await t.admin.patch(`/admin/v1/users/${w.account.id}`, { mfa_enabled: true }));
+  });
+});
+
+describe('issue 20 house 4: roles are a typed column', () => {
+  it('the database refuses a role outside the five (memberships_roles_check, migration 0011)', async () => {
+    const w = await f.world();
+    await assert.rejects(
+      t.database.db.execute(sql`update memberships set roles = 'admin' where account_id = ${w.account.id}`),
+      (err: Error & { cause?: { code?: string } }) => {
+        const code = (err as { code?: string }).code ?? err.cause?.code;
+        assert.equal(code, '23514', String(err));
+        return true;
+      },
+    );
+    assert.equal((await w.owner.client.get(usersOf(w.account.id))).body.results[0].roles, 'owner');
   });
 });

@@ -127,3 +127,50 @@ if (TEST_DB === 'postgres') {
     });
   });
 }
+
+if (TEST_DB === 'postgres') {
+  describe('a statement that outlives its budget (G11)', () => {
+    let database: Database;
+    let api: StartedApp;
+    const logs = captureLogs();
+
+    // This file's database opened again with a short API statement budget, as `hostplane api` opens
+    // its request pool (DB_API_STATEMENT_TIMEOUT_MS).
+    before(async () => {
+      assert.ok(t.databaseUrl);
+      database = await openDatabase({
+        kind: 'postgres',
+        url: t.databaseUrl,
+        poolSize: 5,
+        budget: { acquireTimeoutMs: 2000, statementTimeoutMs: 300 },
+      });
+      api = await startApp(database, { logStream: logs.stream });
+    });
+    after(async () => {
+      await api.close();
+      await database.close();
+    });
+
+    it('G11 a read waiting on a lock past the statement timeout (57014) is a 503 with Retry-After, not a 500', {
+      timeout: 30_000,
+    }, async () => {
+      const w = await f.world();
+      const owner = clientFor(api.app, w.owner.authorization);
+      assert.equal((await owner.get('/v1/sites')).status, 200);
+      // Another session holds the sites table for longer than the budget of one statement.
+      const holder = await openDatabase({ kind: 'postgres', url: t.databaseUrl ?? '', poolSize: 1 });
+      try {
+        await holder.db.transaction(async (tx) => {
+          await tx.execute('lock table sites in access exclusive mode');
+          const res = await owner.get(`/v1/sites?account_id=${w.account.id}&limit=3`);
+          assert.equal(res.status, 503, res.raw.body);
+          assertErrorBody(res, 503);
+          assert.match(String(res.headers['retry-after']), /^\d+$/);
+        });
+      } finally {
+        await holder.close();
+      }
+      assert.equal((await owner.get('/v1/sites')).status, 200);
+    });
+  });
+}

@@ -1,21 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { expectFieldError } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
-import { buildTestApp, type Json, type Res } from '../support/harness.js';
+import { buildTestApp, type Json } from '../support/harness.js';
 import { expectBadCredentials, expectNotFound } from '../support/security.js';
 import { sshKeygenFingerprint, type TestKeyKind, testSshKey } from '../support/ssh-keys.js';
 
 const t = await buildTestApp();
 const f = factories(t);
-
-function expectFieldError(res: Res, code: string) {
-  assert.equal(res.status, 400, JSON.stringify(res.body));
-  assert.equal(res.body.errors.length, 1, JSON.stringify(res.body));
-  const [error] = res.body.errors;
-  assert.equal(error.resource, 'ssh_key');
-  assert.equal(error.field, 'public_key');
-  assert.equal(error.code, code, JSON.stringify(res.body));
-}
 
 async function member() {
   const account = await f.account();
@@ -52,7 +44,10 @@ describe('createSshKey', () => {
     const u = await member();
     expectFieldError(
       await u.client.post('/v1/ssh_keys', { public_key: testSshKey('rsa1024').line }),
+      'public_key',
+      undefined,
       'key_too_short',
+      { resource: 'ssh_key', only: true },
     );
   });
 
@@ -62,7 +57,10 @@ describe('createSshKey', () => {
       const key = testSshKey(kind);
       const cut = key.blob.subarray(0, key.blob.length - 7).toString('base64');
       const res = await u.client.post('/v1/ssh_keys', { public_key: `${key.type} ${cut} x` });
-      expectFieldError(res, 'truncated_public_key');
+      expectFieldError(res, 'public_key', undefined, 'truncated_public_key', {
+        resource: 'ssh_key',
+        only: true,
+      });
     }
   });
 
@@ -70,10 +68,28 @@ describe('createSshKey', () => {
     const u = await member();
     const ed = testSshKey('ed25519');
     const post = (public_key: string) => u.client.post('/v1/ssh_keys', { public_key });
-    expectFieldError(await post('ssh-ed25519 not*base64'), 'malformed_public_key');
-    expectFieldError(await post('just-one-token'), 'malformed_public_key');
-    expectFieldError(await post(ed.line.replace('ssh-ed25519', 'ssh-dss')), 'unsupported_key_type');
-    expectFieldError(await post(ed.line.replace('ssh-ed25519', 'ecdsa-sha2-nistp256')), 'key_type_mismatch');
+    expectFieldError(await post('ssh-ed25519 not*base64'), 'public_key', undefined, 'malformed_public_key', {
+      resource: 'ssh_key',
+      only: true,
+    });
+    expectFieldError(await post('just-one-token'), 'public_key', undefined, 'malformed_public_key', {
+      resource: 'ssh_key',
+      only: true,
+    });
+    expectFieldError(
+      await post(ed.line.replace('ssh-ed25519', 'ssh-dss')),
+      'public_key',
+      undefined,
+      'unsupported_key_type',
+      { resource: 'ssh_key', only: true },
+    );
+    expectFieldError(
+      await post(ed.line.replace('ssh-ed25519', 'ecdsa-sha2-nistp256')),
+      'public_key',
+      undefined,
+      'key_type_mismatch',
+      { resource: 'ssh_key', only: true },
+    );
     const empty = await post('');
     assert.equal(empty.status, 400);
     assert.equal(empty.body.errors[0].field, 'public_key');

@@ -60,11 +60,26 @@ export interface FieldError {
  * G7/G8: a 400 in the documented error shape whose `errors` has an entry on `field` (of `type` and
  * `code` when given). Answers that entry for further checks (its message, its resource).
  */
-export function expectFieldError(res: Res, field: string, type?: string, code?: string): FieldError {
-  assertErrorBody(res, 400);
+export function expectFieldError(
+  res: Res,
+  field: string,
+  type?: string,
+  code?: string,
+  options: {
+    /** Default 400; a rule on a valid value (the spec's 422) passes 422. */
+    status?: 400 | 422;
+    /** The entry's `resource`, checked when given. */
+    resource?: string;
+    /** The entry is the only one of the response. */
+    only?: boolean;
+  } = {},
+): FieldError {
+  assertErrorBody(res, options.status ?? 400);
   const entry: FieldError | undefined = res.body.errors.find((e: FieldError) => e.field === field);
   assert.ok(entry, `no error on ${field}: ${res.raw.body}`);
   if (type !== undefined) assert.equal(entry.type, type, res.raw.body);
   if (code !== undefined) assert.equal(entry.code, code, res.raw.body);
+  if (options.resource !== undefined) assert.equal(entry.resource, options.resource, res.raw.body);
+  if (options.only) assert.equal(res.body.errors.length, 1, res.raw.body);
   return entry;
 }

@@ -205,6 +205,11 @@ export async function startApp(database: Database, options: TestAppOptions = {})
   const config = loadConfig({
     DATA_DIR: '.tmp/data-unused',
     RATE_LIMIT_PER_MINUTE: '0',
+    // Issue 20: failed sign-in counters off, like the rate limit (every test signs in from 127.0.0.1
+    // on a clock that does not move); test/api/auth-load.test.ts turns them on.
+    AUTH_FAILURES_PER_IP: '0',
+    AUTH_FAILURES_PER_IP_USER: '0',
+    AUTH_FAILURES_PER_USER: '0',
     HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
     HOSTPLANE_SECRET_KEY: SECRET_KEY,
     HOSTPLANE_CLOCK: 'manual',

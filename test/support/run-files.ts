@@ -1,62 +1,178 @@
-// Runs API test files the way `node --test` does (a process per file, the spec reporter), but in the
-// order given here, which `node --test` (Node 20) does not keep: it sorts its files. The longest files
-// start first, so none of them is left running alone at the end of a phase. scripts/test.sh runs it:
-//   node --import tsx test/support/run-files.ts FILE...
-// TEST_CONCURRENCY: files at once (default 2; scripts/test.sh passes its own). TEST_TIMINGS: a file that receives one line per test
-// file, "<seconds>\t<passed|failed>\t<file>" (its wall time in its own process, imports included).
+// Runs API test files on one or both databases from ONE pool of file slots (scripts/test.sh):
+//   node --import tsx test/support/run-files.ts --db pglite --db postgres FILE...
+// Each (database, file) pair is a process of its own (`node --test-reporter=spec FILE`, what
+// `node --test` runs per file), with TEST_DB set. The pairs of both databases start longest first,
+// so the long files overlap each other and the cores stay busy to the end (decisions.md, the suite's
+// wall time). A file's output is kept whole: it goes to the log of its database when the file ends
+// (never interleaved with another file's), and the console gets one line per file, and the whole
+// output of every failed file.
+// Environment: TEST_CONCURRENCY (files at once, default 4), TEST_LOG_DIR (where <db>.log are
+// written; default a temporary directory), TEST_TIMINGS (a file receiving one line per file:
+// "<wall s>\t<cpu s>\t<passed|failed>\t<db>\t<file>"), TEST_PHASES (a file receiving one line per
+// database: "<db>\t<start epoch ms>\t<end epoch ms>\t<passed|failed>\t<load average at its end>"),
+// TEST_VERBOSE=1 (print every
+// file's whole output when it ends, not only failed ones').
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { run } from 'node:test';
-import { spec } from 'node:test/reporters';
+
+type Db = 'pglite' | 'postgres';
 
 /**
- * The longest API files, longest first (from the per-file wall times scripts/test.sh prints at the
- * end of a run). Files not named here follow, in name order. A stale entry only costs order, never
- * a test: every file given is run, and only those.
+ * Seconds each file took on each database (pglite, postgres) in a run on this 2-core machine; the
+ * order of a fresh clone's first run. A run's own times (TIMINGS_CACHE) take over once there is
+ * one. A stale or missing entry only costs order, never a test: every file given is run, and only those.
  */
-const LONGEST_FIRST = [
-  // PostgreSQL only (real processes, outages of 10-30 s): skipped at once on PGlite.
-  'test/api/reliability.test.ts',
-  'test/api/reliability-suite.test.ts',
-  'test/api/security.test.ts',
-  'test/api/site-transfers.test.ts',
-  'test/api/site-reports.test.ts',
-  // Child processes (serve, seed, migrate): slow to start on a loaded machine.
-  'test/api/cli.test.ts',
-  'test/api/backups.test.ts',
-  'test/api/domains.test.ts',
-  'test/api/certificates.test.ts',
-  'test/api/rate-limit.test.ts',
-  'test/api/worker-process.test.ts',
-  'test/api/account-users.test.ts',
-  'test/api/local-driver.test.ts',
-  'test/api/jobs-authz.test.ts',
-  'test/api/sites.test.ts',
-  'test/api/installs.test.ts',
-  'test/api/jobs-drivers.test.ts',
-];
-
-const files = process.argv.slice(2).map((f) => path.relative(process.cwd(), path.resolve(f)));
-const rank = (f: string) => {
-  const i = LONGEST_FIRST.indexOf(f);
-  return i === -1 ? LONGEST_FIRST.length : i;
+const EXPECTED: Record<string, [number, number]> = {
+  'test/api/reliability-suite.test.ts': [1, 150],
+  'test/api/reliability.test.ts': [1, 120],
+  'test/api/security.test.ts': [90, 60],
+  'test/api/site-transfers.test.ts': [70, 40],
+  'test/api/site-reports.test.ts': [70, 40],
+  'test/api/cli.test.ts': [50, 50],
+  'test/api/backups.test.ts': [50, 35],
+  'test/api/domains.test.ts': [45, 35],
+  'test/api/certificates.test.ts': [45, 35],
+  'test/api/rate-limit.test.ts': [40, 30],
+  'test/api/worker-process.test.ts': [20, 40],
+  'test/api/account-users.test.ts': [35, 25],
+  'test/api/local-driver.test.ts': [35, 25],
 };
-const ordered = [...files].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+/** Files not in EXPECTED nor in the last run's times. */
+const DEFAULT_SECONDS = 15;
+/** The last run's per-file times (written at the end of every run that ran all of a database's files). */
+const TIMINGS_CACHE = path.resolve('.tmp/test-timings.tsv');
 
-const concurrency = Number(process.env.TEST_CONCURRENCY || 2);
-const timings = process.env.TEST_TIMINGS ? fs.createWriteStream(process.env.TEST_TIMINGS) : null;
+const args = process.argv.slice(2);
+const dbs: Db[] = [];
+const files: string[] = [];
+for (let i = 0; i < args.length; i++) {
+  const arg = args[i] as string;
+  if (arg === '--db') {
+    const db = args[++i];
+    if (db !== 'pglite' && db !== 'postgres') throw new Error(`--db pglite|postgres, not ${db}`);
+    dbs.push(db);
+  } else files.push(path.relative(process.cwd(), path.resolve(arg)));
+}
+if (dbs.length === 0) dbs.push((process.env.TEST_DB as Db | undefined) ?? 'pglite');
 
-const stream = run({ files: ordered.map((f) => path.resolve(f)), concurrency });
-stream.on('test:fail', () => {
-  process.exitCode = 1;
-});
-stream.on('test:complete', (data) => {
-  // The runner's own test of each file is the one named by the file's path.
-  if (!timings || data.nesting !== 0 || !data.file || data.name !== data.file) return;
-  const seconds = (data.details.duration_ms / 1000).toFixed(1);
-  timings.write(
-    `${seconds}\t${data.details.passed ? 'passed' : 'failed'}\t${path.relative(process.cwd(), data.file)}\n`,
+function lastRunSeconds(): Map<string, number> {
+  const known = new Map<string, number>();
+  if (!fs.existsSync(TIMINGS_CACHE)) return known;
+  for (const line of fs.readFileSync(TIMINGS_CACHE, 'utf8').split('\n')) {
+    const [wall, , , db, file] = line.split('\t');
+    if (file) known.set(`${db}\t${file}`, Number(wall));
+  }
+  return known;
+}
+const known = lastRunSeconds();
+const expected = (db: Db, file: string) =>
+  known.get(`${db}\t${file}`) ?? EXPECTED[file]?.[db === 'pglite' ? 0 : 1] ?? DEFAULT_SECONDS;
+
+interface Job {
+  db: Db;
+  file: string;
+}
+const queue: Job[] = dbs
+  .flatMap((db) => files.map((file) => ({ db, file })))
+  .sort((a, b) => expected(b.db, b.file) - expected(a.db, a.file) || a.file.localeCompare(b.file));
+
+const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 4));
+const verbose = process.env.TEST_VERBOSE === '1';
+const logDir = process.env.TEST_LOG_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'hp-test-'));
+fs.mkdirSync(logDir, { recursive: true });
+const usageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hp-usage-'));
+const logs = new Map(dbs.map((db) => [db, path.join(logDir, `${db}.log`)]));
+for (const log of logs.values()) fs.writeFileSync(log, '');
+
+const phases = new Map(dbs.map((db) => [db, { start: 0, end: 0, failed: false, load: '' }]));
+const timings: string[] = [];
+const failures: { job: Job; output: string }[] = [];
+let done = 0;
+const total = queue.length;
+
+/** `ℹ pass 12` and the like at the end of the spec reporter's output. */
+const count = (output: string, what: string) =>
+  Number(output.match(new RegExp(`^ℹ ${what} (\\d+)`, 'm'))?.[1] ?? 0);
+
+function runJob(job: Job): Promise<void> {
+  const phase = phases.get(job.db) as { start: number; end: number; failed: boolean; load: string };
+  if (phase.start === 0) phase.start = Date.now();
+  const started = performance.now();
+  const usageFile = path.join(usageDir, `${job.db}-${job.file.replaceAll('/', '_')}`);
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      // Before any application module (test/support/password-hashes.ts).
+      '--import',
+      './test/support/password-hashes.ts',
+      '--import',
+      './test/support/file-usage.ts',
+      '--test-reporter=spec',
+      job.file,
+    ],
+    {
+      env: { ...process.env, TEST_DB: job.db, TEST_FILE_USAGE: usageFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
-});
-stream.on('end', () => timings?.end());
-stream.compose(new spec()).pipe(process.stdout);
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => chunks.push(c));
+  child.stderr.on('data', (c: Buffer) => chunks.push(c));
+  return new Promise((resolve) => {
+    child.on('close', (code, signal) => {
+      const wall = (performance.now() - started) / 1000;
+      const output = Buffer.concat(chunks).toString();
+      const cpu = fs.existsSync(usageFile) ? Number(fs.readFileSync(usageFile, 'utf8')) : Number.NaN;
+      const passed = code === 0 && count(output, 'fail') === 0;
+      phase.end = Date.now();
+      phase.load = os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ');
+      if (!passed) phase.failed = true;
+      const header = `── ${job.db} ${job.file}: ${passed ? 'passed' : `FAILED (exit ${signal ?? code})`}, ${wall.toFixed(1)} s`;
+      fs.appendFileSync(logs.get(job.db) as string, `${header}\n${output}\n`);
+      timings.push(
+        `${wall.toFixed(1)}\t${cpu.toFixed(1)}\t${passed ? 'passed' : 'failed'}\t${job.db}\t${job.file}`,
+      );
+      done++;
+      console.log(
+        `${passed ? '✔' : '✖'} [${done}/${total}] ${job.db.padEnd(8)} ${job.file} ` +
+          `(${count(output, 'pass')} passed, ${count(output, 'fail')} failed, ${wall.toFixed(1)} s, ${cpu.toFixed(1)} s CPU)`,
+      );
+      if (verbose) console.log(output);
+      if (!passed) failures.push({ job, output });
+      resolve();
+    });
+  });
+}
+
+async function slot(): Promise<void> {
+  for (let job = queue.shift(); job; job = queue.shift()) {
+    await runJob(job);
+  }
+}
+
+await Promise.all(Array.from({ length: Math.min(concurrency, total) }, slot));
+fs.rmSync(usageDir, { recursive: true, force: true });
+
+for (const { job, output } of failures) {
+  console.log(`\n== FAILED: ${job.file} on ${job.db} (its whole output; logs in ${logDir})\n${output}`);
+}
+if (process.env.TEST_TIMINGS) fs.writeFileSync(process.env.TEST_TIMINGS, `${timings.join('\n')}\n`);
+if (process.env.TEST_PHASES) {
+  const lines = [...phases].map(
+    ([db, p]) => `${db}\t${p.start}\t${p.end}\t${p.failed ? 'failed' : 'passed'}\t${p.load}\n`,
+  );
+  fs.writeFileSync(process.env.TEST_PHASES, lines.join(''));
+}
+// The next run's order: only from a run of every API file (a few files' times would be a poor guide).
+if (files.length === fs.readdirSync('test/api').filter((f) => f.endsWith('.test.ts')).length) {
+  fs.mkdirSync(path.dirname(TIMINGS_CACHE), { recursive: true });
+  fs.writeFileSync(TIMINGS_CACHE, `${timings.join('\n')}\n`);
+}
+process.exitCode = failures.length > 0 ? 1 : 0;

@@ -24,7 +24,12 @@ export function findAccount(db: Db, id: string): Promise<AccountRow | null> {
 export async function listAccounts(db: Db, ids: string[], page: Page) {
   if (ids.length === 0) return { count: 0, rows: [] as AccountRow[] };
   const where = inArray(accounts.id, ids);
-  return selectPage(db, accounts, projection, where, [asc(accounts.name), asc(accounts.id)], page);
+  return selectPage(
+    db.select(projection).from(accounts).where(where).$dynamic(),
+    db.$count(accounts, where),
+    [asc(accounts.name), asc(accounts.id)],
+    page,
+  );
 }
 
 export async function insertAccount(db: Db, values: typeof accounts.$inferInsert): Promise<AccountRow> {

@@ -3,7 +3,7 @@ import type { DriverOperation } from '../../drivers/driver.js';
 import { AppError, Errors } from '../../errors.js';
 import { envelope, pageOf } from '../../http/pagination.js';
 import { errorResponses } from '../../http/schemas.js';
-import type { MailRow } from '../../mail/outbox.repo.js';
+import type { MailRow } from '../../mail/outbox.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import {
   ClockSchema,

@@ -1,6 +1,6 @@
-import { and, count, desc, eq } from 'drizzle-orm';
+import { and, desc, eq } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import { backups, operations } from '../../db/schema.js';
 
 // An archive is the export of one backup: the backup row and the operation that made it.
@@ -20,16 +20,17 @@ export type ArchiveRow = RowOf<typeof projection>;
 
 export async function listArchives(db: Db, installId: string, page: Page) {
   const where = eq(backups.install_id, installId);
-  const [total] = await db.select({ n: count() }).from(backups).where(where);
-  const rows = await db
+  const query = db
     .select(projection)
     .from(backups)
     .leftJoin(operations, eq(operations.id, backups.operation_id))
-    .where(where)
-    .orderBy(desc(backups.create_time), desc(backups.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+    .where(where);
+  return selectPage(
+    query.$dynamic(),
+    db.$count(backups, where),
+    [desc(backups.create_time), desc(backups.id)],
+    page,
+  );
 }
 
 export async function findArchive(db: Db, installId: string, id: string): Promise<ArchiveRow | null> {

@@ -33,7 +33,12 @@ export async function findBackup(db: Db, id: string): Promise<BackupRow | null> 
 
 export async function listBackups(db: Db, installId: string, page: Page) {
   const where = eq(backups.install_id, installId);
-  return selectPage(db, backups, projection, where, [desc(backups.create_time), desc(backups.id)], page);
+  return selectPage(
+    db.select(projection).from(backups).where(where).$dynamic(),
+    db.$count(backups, where),
+    [desc(backups.create_time), desc(backups.id)],
+    page,
+  );
 }
 
 export async function updateBackup(tx: Db, id: string, values: Partial<typeof backups.$inferInsert>) {

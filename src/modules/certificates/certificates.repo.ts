@@ -21,10 +21,8 @@ export type CertificateRow = RowOf<typeof projection>;
 export async function listCertificates(db: Db, installId: string, page: Page) {
   const where = eq(certificates.install_id, installId);
   return selectPage(
-    db,
-    certificates,
-    projection,
-    where,
+    db.select(projection).from(certificates).where(where).$dynamic(),
+    db.$count(certificates, where),
     [asc(certificates.created_at), asc(certificates.id)],
     page,
   );

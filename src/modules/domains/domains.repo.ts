@@ -1,7 +1,7 @@
-import { and, asc, count, eq, inArray, ne, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, ne, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import type { Db, RowOf } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import { domains } from '../../db/schema.js';
 
 const target = alias(domains, 'redirect_target');
@@ -35,13 +35,12 @@ function select(db: Db) {
 
 export async function listDomains(db: Db, installId: string, page: Page) {
   const where = eq(domains.install_id, installId);
-  const [total] = await db.select({ n: count() }).from(domains).where(where);
-  const rows = await select(db)
-    .where(where)
-    .orderBy(asc(domains.created_at), asc(domains.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows };
+  return selectPage(
+    select(db).where(where).$dynamic(),
+    db.$count(domains, where),
+    [asc(domains.created_at), asc(domains.id)],
+    page,
+  );
 }
 
 /** A domain of one install (null when it does not exist or belongs to another install). */

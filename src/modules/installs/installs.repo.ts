@@ -22,7 +22,12 @@ const projection = {
 export type InstallRow = RowOf<typeof projection>;
 
 export async function listInstalls(db: Db, where: SQL, page: Page) {
-  return selectPage(db, installs, projection, where, [asc(installs.created_at), asc(installs.id)], page);
+  return selectPage(
+    db.select(projection).from(installs).where(where).$dynamic(),
+    db.$count(installs, where),
+    [asc(installs.created_at), asc(installs.id)],
+    page,
+  );
 }
 
 export function findInstall(db: Db, id: string): Promise<InstallRow | null> {

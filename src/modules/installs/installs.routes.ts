@@ -3,7 +3,6 @@ import { callerOf } from '../../http/auth.js';
 import { envelope, pageOf } from '../../http/pagination.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
-import type { InstallRow } from './installs.repo.js';
 import {
   CreateInstallBody,
   InstallDetailSchema,
@@ -12,6 +11,7 @@ import {
   ListInstallsQuery,
   UpdateInstallBody,
 } from './installs.schemas.js';
+import type { InstallRow } from './installs.service.js';
 
 /** Projection of an install row into the spec's Install record (list form). */
 export function toInstall(row: InstallRow, installDomain: string) {

@@ -22,6 +22,17 @@ export type DatabaseErrorKind = 'unavailable' | 'query' | 'connection';
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const JOB_SECONDS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
 
+/** What an authenticator counted (auth/authenticator.ts `stats()`). */
+export interface AuthCounts {
+  hashes: number;
+  refusedBusy: number;
+  refusedFailures: number;
+  abandoned: number;
+  refreshes: number;
+  running: number;
+  waiting: number;
+}
+
 class QueryTimeout extends Error {}
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -141,6 +152,54 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     },
   });
 
+  // Issue 20: password hashing, read at scrape time from the authenticators this process serves.
+  const authSources: (() => AuthCounts)[] = [];
+  const authTotal = (field: keyof AuthCounts) => authSources.reduce((sum, read) => sum + read()[field], 0);
+  /** A counter read from the sources at scrape time (each source only ever grows). */
+  const sourcedCounter = (name: string, help: string, labelNames: string[], read: () => [object, number][]) =>
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        for (const [labels, value] of read()) this.inc(labels, value);
+      },
+    });
+  sourcedCounter(
+    'hostplane_password_hashes_total',
+    'scrypt password verifications started (sign-ins not answered from the credential cache)',
+    [],
+    () => [[{}, authTotal('hashes')]],
+  );
+  sourcedCounter(
+    'hostplane_auth_refused_total',
+    'Sign-ins refused before any hash: busy (hash queue full, 503), failures (too many failed sign-ins, 429), gone (the client left while it waited)',
+    ['reason'],
+    () => [
+      [{ reason: 'busy' }, authTotal('refusedBusy')],
+      [{ reason: 'failures' }, authTotal('refusedFailures')],
+      [{ reason: 'gone' }, authTotal('abandoned')],
+    ],
+  );
+  sourcedCounter(
+    'hostplane_auth_refreshes_total',
+    'Cached credentials re-checked in the background before they expire (refresh ahead, no hash)',
+    [],
+    () => [[{}, authTotal('refreshes')]],
+  );
+  new Gauge({
+    name: 'hostplane_password_hash_slots',
+    help: 'Password verifications running and waiting for a slot',
+    labelNames: ['state'],
+    registers,
+    collect() {
+      this.set({ state: 'running' }, authTotal('running'));
+      this.set({ state: 'waiting' }, authTotal('waiting'));
+    },
+  });
+
   /** Counts a database error (a no-op for anything else); answers whether it was one. */
   function databaseError(err: unknown): boolean {
     const kind = isDatabaseUnavailable(err) ? 'unavailable' : sqlState(err) ? 'query' : null;
@@ -197,6 +256,11 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
         jobSeconds.observe({ kind: name, outcome }, seconds);
         if (error !== undefined) databaseError(error);
       });
+    },
+
+    /** Reports an authenticator's counters (its `stats`) in this registry. */
+    observeAuth(stats: () => AuthCounts) {
+      authSources.push(stats);
     },
 
     databaseError,

@@ -1,7 +1,6 @@
 import { callerOf } from '../../http/auth.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
-import type { StoredSettings } from './offload.repo.js';
 import {
   OffloadParams,
   OffloadSettingsSchema,
@@ -9,6 +8,7 @@ import {
   PutOffloadBody,
   ValidationFileSchema,
 } from './offload.schemas.js';
+import type { StoredSettings } from './offload.service.js';
 
 const toSettings = (settings: StoredSettings | null) => (settings ? { largefs_settings: settings } : {});
 

@@ -102,3 +102,4 @@ export function createOffloadService({ db, clock, installs, signer }: OffloadDep
 }
 
 export type OffloadService = ReturnType<typeof createOffloadService>;
+export type { StoredSettings } from './offload.repo.js';

@@ -73,10 +73,8 @@ export async function updateOperation(
 export async function listForInstall(db: Db, installId: string, page: Page) {
   const where = eq(operations.install_id, installId);
   return selectPage(
-    db,
-    operations,
-    projection,
-    where,
+    db.select(projection).from(operations).where(where).$dynamic(),
+    db.$count(operations, where),
     [desc(operations.created_at), desc(operations.id)],
     page,
   );

@@ -84,10 +84,8 @@ export async function activeOfSite(tx: Db, siteId: string): Promise<TransferRow 
 
 async function listWhere(db: Db, where: SQL | undefined, page: Page) {
   return selectPage(
-    db,
-    siteTransfers,
-    projection,
-    where,
+    db.select(projection).from(siteTransfers).where(where).$dynamic(),
+    db.$count(siteTransfers, where),
     [desc(siteTransfers.created_at), desc(siteTransfers.id)],
     page,
   );

@@ -12,11 +12,10 @@ const projection = {
 export type SshKeyRow = RowOf<typeof projection>;
 
 export async function listKeys(db: Db, userId: string, page: Page) {
+  const where = eq(sshKeys.user_id, userId);
   return selectPage(
-    db,
-    sshKeys,
-    projection,
-    eq(sshKeys.user_id, userId),
+    db.select(projection).from(sshKeys).where(where).$dynamic(),
+    db.$count(sshKeys, where),
     [asc(sshKeys.created_at), asc(sshKeys.id)],
     page,
   );

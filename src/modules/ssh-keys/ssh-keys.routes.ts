@@ -3,8 +3,8 @@ import { callerOf } from '../../http/auth.js';
 import { envelope, PageQuery, pageOf } from '../../http/pagination.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
-import type { SshKeyRow } from './ssh-keys.repo.js';
 import { CreateSshKeyBody, SshKeyList, SshKeyParams, SshKeySchema } from './ssh-keys.schemas.js';
+import type { SshKeyRow } from './ssh-keys.service.js';
 
 const toSshKey = (row: SshKeyRow) => ({
   comment: row.comment,

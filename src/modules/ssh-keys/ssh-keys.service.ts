@@ -47,3 +47,4 @@ export function createSshKeysService({ db, clock }: { db: Db; clock: Clock }) {
 }
 
 export type SshKeysService = ReturnType<typeof createSshKeysService>;
+export type { SshKeyRow } from './ssh-keys.repo.js';

@@ -1,6 +1,6 @@
 import { and, asc, count, eq, inArray, isNull, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
-import type { Page } from '../../db/page.js';
+import { type Page, selectPage } from '../../db/page.js';
 import {
   accounts,
   credentials,
@@ -8,6 +8,7 @@ import {
   invitations,
   membershipInstalls,
   memberships,
+  type Role,
   users,
 } from '../../db/schema.js';
 
@@ -21,7 +22,7 @@ export interface AccountUserRow {
   phone: string | null;
   mfa_enabled: boolean;
   invite_accepted: boolean;
-  roles: string;
+  roles: Role;
   installs: { id: string; name: string }[];
 }
 
@@ -78,15 +79,14 @@ async function withScopes(db: Db, accountId: string, rows: Omit<AccountUserRow, 
 }
 
 export async function listAccountUsers(db: Db, accountId: string, page: Page) {
-  const [total] = await db
-    .select({ n: count() })
-    .from(memberships)
-    .where(eq(memberships.account_id, accountId));
-  const rows = await membersQuery(db, eq(memberships.account_id, accountId))
-    .orderBy(asc(memberships.created_at), asc(memberships.user_id))
-    .limit(page.limit)
-    .offset(page.offset);
-  return { count: Number(total?.n ?? 0), rows: await withScopes(db, accountId, rows) };
+  const where = eq(memberships.account_id, accountId);
+  const { count, rows } = await selectPage(
+    membersQuery(db, where).$dynamic(),
+    db.$count(memberships, where),
+    [asc(memberships.created_at), asc(memberships.user_id)],
+    page,
+  );
+  return { count, rows: await withScopes(db, accountId, rows) };
 }
 
 export async function findAccountUser(
@@ -120,7 +120,7 @@ export async function lockAccount(tx: Db, accountId: string): Promise<{ id: stri
   return row ?? null;
 }
 
-export async function roleOf(db: Db, accountId: string, userId: string): Promise<string | null> {
+export async function roleOf(db: Db, accountId: string, userId: string): Promise<Role | null> {
   const [row] = await db
     .select({ roles: memberships.roles })
     .from(memberships)

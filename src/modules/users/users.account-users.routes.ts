@@ -4,7 +4,6 @@ import { baseUrl, envelope, PageQuery, pageOf } from '../../http/pagination.js';
 import { errorResponses, publicErrorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import { AccountParams } from '../accounts/accounts.schemas.js';
-import type { AccountUserRow } from './users.account-users.repo.js';
 import {
   AccountUserChanged,
   AccountUserList,
@@ -15,6 +14,7 @@ import {
   InvitationParams,
   UpdateAccountUserBody,
 } from './users.account-users.schemas.js';
+import type { AccountUserRow } from './users.account-users.service.js';
 
 const SUCCESS = 'Your change was successful.';
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type Caller, can, ROLES, type Role, requireAccount } from '../../auth/access.js';
+import { type Caller, can, isRole, ROLES, type Role, requireAccount } from '../../auth/access.js';
 import type { Authenticator } from '../../auth/authenticator.js';
 import { generateCredential, hashPassword } from '../../auth/passwords.js';
 import type { Clock } from '../../clock.js';
@@ -25,10 +25,10 @@ const isPartial = (roles: string) => roles.startsWith('partial');
 
 /** U2 (the schema's enum checks it first; this narrows the type). */
 function asRole(roles: string, field: string): Role {
-  if (!(ROLES as readonly string[]).includes(roles)) {
+  if (!isRole(roles)) {
     throw Errors.invalidValue('account_user', field, `roles must be one of ${ROLES.join(', ')}`);
   }
-  return roles as Role;
+  return roles;
 }
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
@@ -51,7 +51,7 @@ export interface AccountUsersDeps {
 export function createAccountUsersService({ db, clock, outbox, authenticator }: AccountUsersDeps) {
   /** Inside the transaction: the caller's current role (not a cached one) must allow managing users. */
   async function managerRole(tx: Db, caller: Caller, accountId: string): Promise<Role> {
-    const roles = (await repo.roleOf(tx, accountId, caller.userId)) as Role | null;
+    const roles = await repo.roleOf(tx, accountId, caller.userId);
     if (!roles) throw Errors.notFound();
     if (!can(roles, 'users:manage')) throw Errors.forbidden();
     return roles;
@@ -215,7 +215,7 @@ export function createAccountUsersService({ db, clock, outbox, authenticator }: 
       await changing(async (tx) => {
         if (!(await repo.lockAccount(tx, accountId))) throw Errors.notFound();
         const own = await managerRole(tx, caller, accountId);
-        const current = (await repo.roleOf(tx, accountId, userId)) as Role | null;
+        const current = await repo.roleOf(tx, accountId, userId);
         if (!current) throw Errors.notFound();
         if (RANK[current] > RANK[own] || RANK[roles] > RANK[own]) throw Errors.forbidden();
         // install_ids omitted: a partial member keeps its scope; any other gets none.
@@ -235,7 +235,7 @@ export function createAccountUsersService({ db, clock, outbox, authenticator }: 
       await changing(async (tx) => {
         if (!(await repo.lockAccount(tx, accountId))) throw Errors.notFound();
         const own = await managerRole(tx, caller, accountId);
-        const current = (await repo.roleOf(tx, accountId, userId)) as Role | null;
+        const current = await repo.roleOf(tx, accountId, userId);
         if (!current) throw Errors.notFound();
         if (RANK[current] > RANK[own]) throw Errors.forbidden();
         await assertNotLastOwner(tx, accountId, current);
@@ -284,3 +284,4 @@ export function createAccountUsersService({ db, clock, outbox, authenticator }: 
 }
 
 export type AccountUsersService = ReturnType<typeof createAccountUsersService>;
+export type { AccountUserRow } from './users.account-users.repo.js';

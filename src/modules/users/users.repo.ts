@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
-import { credentials, installs, membershipInstalls, memberships, users } from '../../db/schema.js';
+import { credentials, installs, membershipInstalls, memberships, type Role, users } from '../../db/schema.js';
 
 const projection = {
   id: users.id,
@@ -41,7 +41,7 @@ export async function putMembership(
   db: Db,
   accountId: string,
   userId: string,
-  roles: string,
+  roles: Role,
   installIds: string[],
 ) {
   await db

@@ -1,4 +1,4 @@
-import { type Caller, ROLES, type Role } from '../../auth/access.js';
+import { type Caller, isRole, ROLES } from '../../auth/access.js';
 import type { Authenticator } from '../../auth/authenticator.js';
 import { generateCredential, hashPassword } from '../../auth/passwords.js';
 import type { Db } from '../../db/client.js';
@@ -32,7 +32,7 @@ export function createUsersService({ db, accounts, authenticator }: UsersDeps) {
   /** A1/U2/U3: valid roles; install_ids only for partial roles and only installs of that account. */
   async function checkedMembership(tx: Db, input: MembershipInput, index: number) {
     const field = (name: string) => `memberships[${index}].${name}`;
-    if (!(ROLES as readonly string[]).includes(input.roles)) {
+    if (!isRole(input.roles)) {
       throw Errors.invalidValue('user', field('roles'), `roles must be one of ${ROLES.join(', ')}`);
     }
     if (!(await accounts.find(input.account_id, tx))) {
@@ -52,7 +52,7 @@ export function createUsersService({ db, accounts, authenticator }: UsersDeps) {
         `Not installs of account ${input.account_id}: ${missing.join(', ')}`,
       );
     }
-    return { accountId: input.account_id, roles: input.roles as Role, installIds };
+    return { accountId: input.account_id, roles: input.roles, installIds };
   }
 
   async function describe(tx: Db, userId: string) {

@@ -1,0 +1,1 @@
+ALTER TABLE "memberships" ADD CONSTRAINT "memberships_roles_check" CHECK (roles in ('owner', 'full', 'full,billing', 'partial', 'partial,billing'));
