@@ -97,6 +97,26 @@ ensure_chromium() {
   fi
 }
 
+# The local driver's web tier tests (issue 21, test/api/local-web.test.ts) run Debian's nginx,
+# php8.2-fpm and wordpress from the test file's own HOSTING_ROOT (never the system services).
+ensure_web() {
+  local missing=()
+  [ -x /usr/sbin/nginx ] || missing+=(nginx)
+  [ -x /usr/sbin/php-fpm8.2 ] || missing+=(php8.2-fpm)
+  [ -x /usr/bin/php8.2 ] || missing+=(php8.2-cli)
+  [ -f /usr/share/wordpress/wp-settings.php ] || missing+=(wordpress)
+  php8.2 -m 2>/dev/null | grep -qx mysqli || missing+=(php8.2-mysql)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  echo "Installing Debian packages for the local web tier tests: ${missing[*]}"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      nginx php8.2-fpm php8.2-mysql php8.2-cli wordpress >/dev/null
+  else
+    echo "Missing ${missing[*]}: install them (apt-get install nginx php8.2-fpm php8.2-mysql php8.2-cli wordpress)" >&2
+    return 1
+  fi
+}
+
 timings="$(mktemp -d)"
 trap 'rm -rf "$timings"' EXIT
 # This run's logs, one per phase and database (the last day's runs are kept).
@@ -236,7 +256,7 @@ case "$mode" in
     ensure_redis
     ensure_mariadb
     ensure_chromium
-    ensure_postgres
+    ensure_web
     status=0
     # Type check + lint and the unit tests use the cores while the API files start (most of the
     # first files' time is spent waiting on processes, PostgreSQL and timers).
@@ -260,6 +280,10 @@ case "$mode" in
     # Some API test files on both databases: scripts/test.sh files test/api/a.test.ts ...
     [ "$mode" = files ] && shift || set --
     ensure_redis
+    ensure_mariadb
+    ensure_chromium
+    ensure_web
+    run_api pglite
     ensure_postgres
     if [ "$mode" = api ] || [[ " $* " == *browser* ]]; then ensure_chromium; fi
     if [ "$mode" = api ] || [[ " $* " == *local* ]] || [[ " $* " == *drivers* ]]; then ensure_mariadb; fi
@@ -271,9 +295,8 @@ case "$mode" in
     ensure_redis
     ensure_mariadb
     ensure_chromium
-    status=0
-    run_api pglite || status=$?
-    finish "$status"
+    ensure_web
+    run_api pglite
     ;;
   postgres | postgres-files)
     # postgres-files: some API test files on PostgreSQL only (the long reliability run: npm run test:reliability).
@@ -283,7 +306,24 @@ case "$mode" in
     ensure_postgres
     status=0
     run_api postgres "$@" || status=$?
-    finish "$status"
+    report_times
+    summary
+    exit "$status"
+    ;;
+  files)
+    # Some API test files on both databases: scripts/test.sh files test/api/a.test.ts ...
+    shift
+    ensure_redis
+    ensure_postgres
+    case " $* " in *browser*) ensure_chromium ;; esac
+    case " $* " in *local* | *drivers*) ensure_mariadb ;; esac
+    case " $* " in *local-web*) ensure_web ;; esac
+    status=0
+    run_api pglite "$@" || status=$?
+    run_api postgres "$@" || status=$?
+    report_times
+    summary
+    exit "$status"
     ;;
   *)
     echo "usage: scripts/test.sh [all|unit|packages|api|pglite|postgres|files FILE...|postgres-files FILE...]" >&2

@@ -230,7 +230,13 @@ describe('loadConfig', () => {
       hostingRoot: path.resolve('/srv/hp/hosting'),
       mariadbUrl: 'mysql://root@127.0.0.1:3306',
       maxHeavyOperations: 2,
+      web: null,
     });
+    assert.deepEqual(
+      loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', HOSTING_HTTP_PORT: '8080' }).driver.local?.web,
+      { httpPort: 8080 },
+    );
+    assert.equal(loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on' }).driver.local?.web?.httpPort, 80);
     assert.deepEqual(
       problemsOf({ HOSTING_DRIVER: 'local', MARIADB_URL: 'postgres://x', LOCAL_MAX_HEAVY_OPERATIONS: '0' }),
       [

@@ -167,6 +167,11 @@ export interface LocalDriverConfig {
   readonly mariadbUrl: string;
   /** `LOCAL_MAX_HEAVY_OPERATIONS`, default 2: backups, restores and copies at once per worker process. */
   readonly maxHeavyOperations: number;
+  /**
+   * `LOCAL_WEB`, default `off`; `on` (issue 21): nginx, PHP-FPM and WordPress (Debian's packages) serve
+   * the installs, on `HOSTING_HTTP_PORT` (default 80). Null when off.
+   */
+  readonly web: { readonly httpPort: number } | null;
 }
 
 export interface DbBudgetConfig {
@@ -362,6 +367,10 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
     hostingRoot: path.resolve(env.HOSTING_ROOT || path.join(dataDir, 'hosting')),
     mariadbUrl,
     maxHeavyOperations: intVar(env, 'LOCAL_MAX_HEAVY_OPERATIONS', 2, 1, 64, problems),
+    web:
+      enumVar(env, 'LOCAL_WEB', ['off', 'on'] as const, 'off', problems) === 'on'
+        ? Object.freeze({ httpPort: intVar(env, 'HOSTING_HTTP_PORT', 80, 1, 65535, problems) })
+        : null,
   });
   return Object.freeze({ kind, durations, local });
 }

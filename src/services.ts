@@ -261,6 +261,7 @@ function configuredDriver({
     mariadb: createMariaDb(local.mariadbUrl),
     hostingRoot: local.hostingRoot,
     maxHeavy: local.maxHeavyOperations,
+    web: local.web && { httpPort: local.web.httpPort, installDomain: config.installDomain },
     issueCertificate: simulated.issueCertificate,
     ...(config.faultsEnabled && {
       midway: (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal),

@@ -4,6 +4,7 @@ import type { SecretBox } from '../../secrets.js';
 import type { DriverOperation } from '../driver.js';
 import type { MariaDb } from './database.js';
 import type { Once } from './tasks.js';
+import type { WebTier } from './web.js';
 
 /** What every part of the local driver works with (built once by createLocalDriver). */
 export interface LocalContext {
@@ -15,6 +16,8 @@ export interface LocalContext {
   hostingRoot: string;
   /** The fault point half-way through a backup, restore or copy (LocalDriverDeps.midway). */
   midway: (operation: DriverOperation, signal: AbortSignal) => Promise<void>;
+  /** LOCAL_WEB=on (issue 21): nginx, PHP-FPM and WordPress serve the installs; null: files only. */
+  web: WebTier | null;
   /** Runs a keyed call's work once (tasks.ts). */
   once: Once;
 }

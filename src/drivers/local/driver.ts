@@ -12,6 +12,7 @@ import { accountOf, installOperations } from './installs.js';
 import * as repo from './local.repo.js';
 import { databaseNames, pathsOf } from './names.js';
 import { createTaskRunner } from './tasks.js';
+import { createWebTier, type WebConfig } from './web.js';
 
 export interface LocalDriverDeps {
   db: Db;
@@ -22,6 +23,8 @@ export interface LocalDriverDeps {
   hostingRoot: string;
   /** LOCAL_MAX_HEAVY_OPERATIONS: backups, restores and copies running at once in this process. */
   maxHeavy: number;
+  /** LOCAL_WEB=on (issue 21): installs are served by nginx and PHP-FPM with WordPress installed. */
+  web?: WebConfig | null;
   /** Certificates still come from the built-in private CA (the simulated driver's). */
   issueCertificate: HostingDriver['issueCertificate'];
   /**
@@ -69,6 +72,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     hostingRoot,
     midway: deps.midway ?? (async () => undefined),
     once: createTaskRunner({ db, clock, maxHeavy: deps.maxHeavy }),
+    web: deps.web ? createWebTier({ db, hostingRoot, mariadb }, deps.web) : null,
   };
   const { once } = ctx;
 

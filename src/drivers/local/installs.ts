@@ -47,9 +47,11 @@ export function installOperations(ctx: LocalContext): Pick<HostingDriver, 'provi
         if (!acc) throw new Error('the install account vanished');
         await mariadb.createAccount(n.db, n.user, acc.password);
         await files.createInstallDirs(paths);
+        // Issue 21: WordPress installed and served (its PHP's version is the one that serves it).
+        const served = ctx.web ? await ctx.web.provision(install, acc, call.signal) : null;
         return {
           wp_version: await files.readWpVersion(paths.public),
-          php_version: await files.readPhpVersion(paths.private),
+          php_version: served ? served.php_version : await files.readPhpVersion(paths.private),
         };
       }),
 
@@ -57,6 +59,8 @@ export function installOperations(ctx: LocalContext): Pick<HostingDriver, 'provi
       once('deprovision', call, [install.id], async () => {
         const n = databaseNames(install.id);
         const paths = pathsOf(hostingRoot, install.id);
+        // Issue 21: no longer served (server block, pool, system user) before its files go.
+        await ctx.web?.deprovision(install.id, call.signal);
         await mariadb.dropAccount(n.db, n.user);
         await mariadb.dropDatabase(n.staging);
         await mariadb.dropDatabase(n.trash);

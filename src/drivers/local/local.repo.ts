@@ -1,6 +1,6 @@
-import { and, count, eq } from 'drizzle-orm';
+import { and, asc, count, eq } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
-import { localInstalls, localTasks } from '../../db/schema.js';
+import { installs, localInstalls, localTasks, memberships, sites, users } from '../../db/schema.js';
 
 export interface LocalInstallRow {
   install_id: string;
@@ -72,4 +72,28 @@ export async function setPassword(tx: Db, installId: string, sealed: string) {
     .update(localInstalls)
     .set({ password_sealed: sealed })
     .where(eq(localInstalls.install_id, installId));
+}
+
+/**
+ * Issue 21: what WordPress's installer needs about an install: its site's name (the title; the
+ * install's name when it has no site) and the e-mail of its account's first owner.
+ */
+export async function installerFacts(
+  db: Db,
+  installId: string,
+): Promise<{ title: string; email: string } | null> {
+  const [row] = await db
+    .select({ install: installs.name, site: sites.name, email: users.email })
+    .from(installs)
+    .leftJoin(sites, eq(sites.id, installs.site_id))
+    .leftJoin(
+      memberships,
+      and(eq(memberships.account_id, installs.account_id), eq(memberships.roles, 'owner')),
+    )
+    .leftJoin(users, eq(users.id, memberships.user_id))
+    .where(eq(installs.id, installId))
+    .orderBy(asc(memberships.created_at))
+    .limit(1);
+  if (!row) return null;
+  return { title: row.site ?? row.install, email: row.email ?? 'owner@invalid.invalid' };
 }

@@ -54,3 +54,48 @@ export function databaseNames(installId: string) {
 /** Where a restore or copy of `key` stages the install's new tree: HOSTING_ROOT/staging/hp_<hex>.<key>. */
 export const stagingDir = (hostingRoot: string, installId: string, key: string) =>
   path.join(hostingRoot, 'staging', `${installSlug(installId)}.${keySlug(key)}`);
+
+/** The install's system user (and group), its PHP-FPM pool's: `hp` + 30 hex (names are at most 32). */
+export function systemUser(installId: string): string {
+  return installSlug(installId).replace('hp_', 'hp').slice(0, 32);
+}
+
+/**
+ * A host name as it may appear in a web server's configuration: lower-case DNS labels only, so no
+ * character nginx or PHP-FPM would read as syntax (`;`, braces, quotes, `$`, whitespace) can pass.
+ */
+export function hostName(name: string): string {
+  const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+  if (name.length > 253 || !new RegExp(`^${label}(?:\\.${label})+$`).test(name))
+    throw new Error(`not a host name the web server may serve: ${JSON.stringify(name)}`);
+  return name;
+}
+
+/** A path written into nginx or PHP-FPM configuration: absolute, and only characters neither quotes. */
+export function configPath(p: string): string {
+  if (!/^\/[A-Za-z0-9/._+-]*$/.test(p) || p.includes('/../'))
+    throw new Error(`path unsafe in server configuration: ${JSON.stringify(p)}`);
+  return p;
+}
+
+/** Where the web tier keeps its configuration, sockets, pid files and logs: HOSTING_ROOT/web. */
+export function webPaths(hostingRoot: string) {
+  const root = configPath(path.join(hostingRoot, 'web'));
+  return {
+    root,
+    nginxConf: path.join(root, 'nginx.conf'),
+    sites: path.join(root, 'sites'),
+    /** A candidate configuration, checked by `nginx -t` before it replaces the live one. */
+    candidate: path.join(root, 'candidate'),
+    fpmConf: path.join(root, 'php-fpm.conf'),
+    pools: path.join(root, 'pools'),
+    run: path.join(root, 'run'),
+    logs: path.join(root, 'logs'),
+    tmp: path.join(root, 'tmp'),
+    nginxPid: path.join(root, 'run', 'nginx.pid'),
+    fpmPid: path.join(root, 'run', 'php-fpm.pid'),
+    installer: path.join(root, 'wp-install.php'),
+  };
+}
+
+export type WebPaths = ReturnType<typeof webPaths>;

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 
@@ -55,4 +55,26 @@ async function drain(readable: NodeJS.ReadableStream) {
 async function pipeFrom(file: string, writable: NodeJS.WritableStream) {
   const { pipeline } = await import('node:stream/promises');
   await pipeline(createReadStream(file), writable);
+}
+
+/** Runs a tool (no shell) and answers its standard output (small outputs only). */
+export function output(command: string, args: string[], signal: AbortSignal): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      command,
+      args,
+      { signal, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
+      (err, stdout, stderr) => {
+        if (err)
+          reject(
+            new Error(
+              `${command} failed: ${String(stderr || err.message)
+                .trim()
+                .slice(0, 500)}`,
+            ),
+          );
+        else resolve(stdout);
+      },
+    );
+  });
 }

@@ -1,0 +1,123 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import * as files from './files.js';
+import { configPath, type WebPaths } from './names.js';
+import { run } from './run.js';
+import { signalDaemon, startDaemon } from './supervise.js';
+
+/**
+ * PHP-FPM for the local driver's installs (issue 21): a private master (`php-fpm8.2 -y`) reading
+ * HOSTING_ROOT/web/php-fpm.conf, one pool per install in pools/ (its own system user, its own socket
+ * readable by nginx only, `open_basedir` limited to the install's directories). A pool change is
+ * checked with `php-fpm -t` before it is live, then the master is reloaded (started when absent,
+ * stopped when no pool is left: PHP-FPM refuses to run without one).
+ */
+
+export const PHP_FPM = '/usr/sbin/php-fpm8.2';
+const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+
+export interface Pool {
+  slug: string;
+  user: string;
+  socket: string;
+  /** Directories the install's PHP may open (open_basedir). */
+  dirs: string[];
+  /** A scratch directory of the install's (uploads, sessions). */
+  tmp: string;
+}
+
+export function poolConf(pool: Pool): string {
+  if (!/^hp_[0-9a-f]{32}$/.test(pool.slug)) throw new Error(`not an install slug: ${pool.slug}`);
+  if (!/^hp[0-9a-f]{30}$/.test(pool.user)) throw new Error(`not an install user: ${pool.user}`);
+  const dirs = pool.dirs.map(configPath).join(':');
+  const tmp = configPath(pool.tmp);
+  return `; Written by Hostplane for install ${pool.slug}: do not edit, it is rewritten.
+[${pool.slug}]
+user = ${pool.user}
+group = ${pool.user}
+listen = ${configPath(pool.socket)}
+listen.owner = www-data
+listen.group = www-data
+listen.mode = 0660
+pm = ondemand
+pm.max_children = 5
+pm.process_idle_timeout = 30s
+php_admin_value[open_basedir] = ${dirs}
+php_admin_value[upload_tmp_dir] = ${tmp}
+php_admin_value[session.save_path] = ${tmp}
+php_admin_value[sys_temp_dir] = ${tmp}
+php_admin_value[memory_limit] = 256M
+`;
+}
+
+export function createPhpFpm(paths: WebPaths) {
+  const global = (poolsDir: string) => `; Written by Hostplane (local driver, web tier).
+[global]
+pid = ${paths.fpmPid}
+error_log = ${path.join(paths.logs, 'php-fpm.log')}
+daemonize = yes
+include = ${poolsDir}/*.conf
+`;
+  let chain: Promise<unknown> = Promise.resolve();
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = chain.then(work, work);
+    chain = next.catch(() => undefined);
+    return next;
+  };
+
+  async function prepare() {
+    for (const dir of [paths.pools, paths.run, paths.logs]) await fs.mkdir(dir, { recursive: true });
+    await fs.writeFile(paths.fpmConf, global(paths.pools));
+  }
+
+  async function poolCount() {
+    return (await fs.readdir(paths.pools)).filter((n) => n.endsWith('.conf')).length;
+  }
+
+  async function apply() {
+    if ((await poolCount()) === 0) {
+      await signalDaemon(paths.fpmPid, 'SIGQUIT');
+      return;
+    }
+    if (await signalDaemon(paths.fpmPid, 'SIGUSR2')) return;
+    await startDaemon(
+      PHP_FPM,
+      ['-y', paths.fpmConf],
+      path.join(paths.logs, 'php-fpm-start.log'),
+      paths.fpmPid,
+    );
+  }
+
+  return {
+    put: (pool: Pool, signal: AbortSignal) =>
+      serial(async () => {
+        await prepare();
+        const text = poolConf(pool);
+        const dir = path.join(paths.root, 'pools-candidate');
+        await files.remove(dir);
+        await fs.mkdir(dir, { recursive: true });
+        try {
+          await fs.writeFile(path.join(dir, `${pool.slug}.conf`), text);
+          const conf = path.join(dir, 'php-fpm.main');
+          await fs.writeFile(conf, global(dir));
+          await run(PHP_FPM, ['-t', '-y', conf], { signal, env: ENV }).catch((err: Error) => {
+            throw new Error(`php-fpm refused the pool of ${pool.slug}: ${err.message}`);
+          });
+        } finally {
+          await files.remove(dir);
+        }
+        const temp = path.join(paths.pools, `.${pool.slug}.conf.tmp`);
+        await fs.writeFile(temp, text);
+        await fs.rename(temp, path.join(paths.pools, `${pool.slug}.conf`));
+        await apply();
+      }),
+
+    remove: (slug: string) =>
+      serial(async () => {
+        const live = path.join(paths.pools, `${slug}.conf`);
+        if (!(await files.exists(live))) return;
+        await fs.rm(live, { force: true });
+        await apply();
+      }),
+  };
+}

@@ -1,0 +1,66 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+
+/**
+ * The daemons the web tier runs (nginx, the PHP-FPM master), found by their pid files: a daemon whose
+ * pid file names a live process is left alone (a restart of Hostplane does not take sites down),
+ * one that is absent is started and daemonizes itself (it outlives the Hostplane process).
+ */
+
+/** The live process a pid file names, or null (no file, or a stale one). */
+export async function livePid(pidFile: string): Promise<number | null> {
+  let text: string;
+  try {
+    text = await fs.readFile(pidFile, 'utf8');
+  } catch {
+    return null;
+  }
+  const pid = Number(text.trim());
+  if (!Number.isInteger(pid) || pid <= 1) return null;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs a daemon's start command and waits for it to exit (the daemon forks and its parent returns);
+ * stdout and stderr go to `logFile`, whose end is in the error when the start fails.
+ */
+export async function startDaemon(command: string, args: string[], logFile: string, pidFile: string) {
+  const log = await fs.open(logFile, 'a', 0o600);
+  try {
+    const code = await new Promise<number | string>((resolve, reject) => {
+      const child = spawn(command, args, {
+        stdio: ['ignore', log.fd, log.fd],
+        env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+      });
+      child.on('error', reject);
+      child.on('exit', (c, signal) => resolve(c ?? String(signal)));
+    });
+    if (code !== 0) {
+      const text = await fs.readFile(logFile, 'utf8').catch(() => '');
+      throw new Error(
+        `${command} did not start (exit ${code}): ${text.trim().split('\n').slice(-3).join(' | ')}`,
+      );
+    }
+  } finally {
+    await log.close();
+  }
+  // The daemon writes its pid file just after its parent exits.
+  for (let i = 0; i < 50; i++) {
+    if (await livePid(pidFile)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${command} started but wrote no pid file at ${pidFile}`);
+}
+
+/** Signals the daemon a pid file names (false: it is not running). */
+export async function signalDaemon(pidFile: string, signal: NodeJS.Signals): Promise<boolean> {
+  const pid = await livePid(pidFile);
+  if (!pid) return false;
+  process.kill(pid, signal);
+  return true;
+}

@@ -1,0 +1,93 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Db } from '../../db/client.js';
+import type { InstallRef } from '../driver.js';
+import type { MariaDb } from './database.js';
+import * as files from './files.js';
+import * as repo from './local.repo.js';
+import { hostName, installSlug, pathsOf, systemUser, webPaths } from './names.js';
+import { createPhpFpm } from './php-fpm.js';
+import { createWebServer } from './webserver.js';
+import * as wordpress from './wordpress.js';
+
+/**
+ * The local driver's web tier (issue 21, LOCAL_WEB=on): an install served by nginx and PHP-FPM with
+ * WordPress installed in it. Provisioning adds the install's system user, WordPress core, its
+ * wp-config.php, WordPress's installer run, its PHP-FPM pool and its server block (for its cname,
+ * `<name>.<INSTALL_DOMAIN>`); deprovisioning removes the server block, the pool and the user.
+ */
+
+export interface WebConfig {
+  /** HOSTING_HTTP_PORT. */
+  httpPort: number;
+  /** INSTALL_DOMAIN: an install's default name is `<name>.<INSTALL_DOMAIN>`. */
+  installDomain: string;
+}
+
+export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: MariaDb }, config: WebConfig) {
+  const paths = webPaths(ctx.hostingRoot);
+  const nginx = createWebServer(paths, config.httpPort);
+  const fpm = createPhpFpm(paths);
+  const socketOf = (slug: string) => path.join(paths.run, `${slug}.sock`);
+
+  return {
+    paths,
+
+    /** Serves an install (its database account made, its directories there). Safe to run again. */
+    async provision(
+      install: InstallRef,
+      account: { db_name: string; db_user: string; password: string },
+      signal: AbortSignal,
+    ): Promise<{ php_version: string | null }> {
+      const slug = installSlug(install.id);
+      const user = systemUser(install.id);
+      const dirs = pathsOf(ctx.hostingRoot, install.id);
+      const cname = hostName(`${install.name}.${config.installDomain}`);
+      // Others (nginx, each pool's user) may pass through, not list.
+      for (const dir of [ctx.hostingRoot, path.dirname(dirs.root), dirs.root]) await fs.chmod(dir, 0o711);
+      await wordpress.ensureUser(user, signal);
+      const tmp = path.join(dirs.private, 'tmp');
+      await fs.mkdir(tmp, { recursive: true });
+      if (!(await files.exists(path.join(dirs.public, 'wp-settings.php'))))
+        await wordpress.copyCore(dirs.public);
+      await wordpress.chownTree(dirs.public, user, signal);
+      await wordpress.chownTree(dirs.private, user, signal);
+      const target = ctx.mariadb.target;
+      await wordpress.writeWpConfig(
+        dirs.public,
+        {
+          dbName: account.db_name,
+          dbUser: account.db_user,
+          dbPassword: account.password,
+          dbHost: `${target.host}:${target.port}`,
+          tablePrefix: 'wp_',
+        },
+        user,
+      );
+      const facts = await repo.installerFacts(ctx.db, install.id);
+      const port = config.httpPort === 80 ? '' : `:${config.httpPort}`;
+      await wordpress.runInstaller({
+        documentRoot: dirs.public,
+        installer: paths.installer,
+        user,
+        title: facts?.title ?? install.name,
+        adminEmail: facts?.email ?? 'owner@invalid.invalid',
+        url: `http://${cname}${port}`,
+        signal,
+      });
+      await fpm.put({ slug, user, socket: socketOf(slug), dirs: [dirs.public, dirs.private], tmp }, signal);
+      await nginx.put({ slug, names: [cname], documentRoot: dirs.public, socket: socketOf(slug) }, signal);
+      return { php_version: await wordpress.phpVersion(signal) };
+    },
+
+    /** Stops serving an install: its server block (reloaded), its pool, its user. */
+    async deprovision(installId: string, signal: AbortSignal) {
+      const slug = installSlug(installId);
+      await nginx.remove(slug, signal);
+      await fpm.remove(slug);
+      await wordpress.removeUser(systemUser(installId), signal);
+    },
+  };
+}
+
+export type WebTier = ReturnType<typeof createWebTier>;

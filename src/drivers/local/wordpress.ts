@@ -1,0 +1,174 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import * as files from './files.js';
+import { output, run } from './run.js';
+
+/**
+ * WordPress for the local driver's installs (issue 21): core copied from Debian's `wordpress` package,
+ * a `wp-config.php` of the install's own (Debian's reads /etc/wordpress), WordPress's installer run
+ * by the PHP CLI as the install's system user, and that user itself (`useradd --system`).
+ */
+
+export const WORDPRESS_CORE = '/usr/share/wordpress';
+export const PHP_CLI = '/usr/bin/php8.2';
+const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+
+/** A PHP single-quoted string literal. */
+export function phpString(value: string): string {
+  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+/** Copies WordPress core into an empty (or placeholder-only) document root; Debian's wp-config and languages stay out. */
+export async function copyCore(documentRoot: string) {
+  await fs.rm(path.join(documentRoot, 'index.html'), { force: true });
+  await fs.cp(WORDPRESS_CORE, documentRoot, {
+    recursive: true,
+    dereference: true,
+    force: true,
+    filter: (src) => {
+      const rel = path.relative(WORDPRESS_CORE, src);
+      return rel !== 'wp-config.php' && rel !== path.join('wp-content', 'languages');
+    },
+  });
+  await fs.mkdir(path.join(documentRoot, 'wp-content', 'uploads'), { recursive: true });
+}
+
+export interface WpConfig {
+  dbName: string;
+  dbUser: string;
+  dbPassword: string;
+  dbHost: string;
+  tablePrefix: string;
+}
+
+const SALTS = [
+  'AUTH_KEY',
+  'SECURE_AUTH_KEY',
+  'LOGGED_IN_KEY',
+  'NONCE_KEY',
+  'AUTH_SALT',
+  'SECURE_AUTH_SALT',
+  'LOGGED_IN_SALT',
+  'NONCE_SALT',
+];
+
+export function wpConfig(c: WpConfig): string {
+  if (!/^[A-Za-z0-9_]{1,20}$/.test(c.tablePrefix)) throw new Error('bad table prefix');
+  const define = (name: string, value: string) => `define(${phpString(name)}, ${phpString(value)});`;
+  return `<?php
+// Written by Hostplane (local driver): the install's own database and keys.
+${define('DB_NAME', c.dbName)}
+${define('DB_USER', c.dbUser)}
+${define('DB_PASSWORD', c.dbPassword)}
+${define('DB_HOST', c.dbHost)}
+${define('DB_CHARSET', 'utf8mb4')}
+${define('DB_COLLATE', '')}
+${SALTS.map((k) => define(k, randomBytes(48).toString('base64url'))).join('\n')}
+$table_prefix = ${phpString(c.tablePrefix)};
+define('WP_DEBUG', false);
+if (!defined('ABSPATH')) {
+  define('ABSPATH', __DIR__ . '/');
+}
+require_once ABSPATH . 'wp-settings.php';
+`;
+}
+
+/** Writes wp-config.php readable by the install's user only (mode 0640, group the install's). */
+export async function writeWpConfig(documentRoot: string, config: WpConfig, user: string) {
+  const file = path.join(documentRoot, 'wp-config.php');
+  const temp = path.join(documentRoot, '.wp-config.php.tmp');
+  await fs.writeFile(temp, wpConfig(config), { mode: 0o640 });
+  await run('chown', [`${user}:${user}`, temp], { signal: AbortSignal.timeout(10_000), env: ENV });
+  await fs.rename(temp, file);
+}
+
+/** The installer the PHP CLI runs; every value comes from the environment, none is spliced in. */
+const INSTALLER = `<?php
+define('WP_INSTALLING', true);
+$_SERVER['HTTP_HOST'] = getenv('HP_HOST');
+$_SERVER['REQUEST_URI'] = '/';
+$_SERVER['SERVER_PROTOCOL'] = 'HTTP/1.1';
+require getenv('HP_DOCROOT') . '/wp-load.php';
+require_once ABSPATH . 'wp-admin/includes/upgrade.php';
+if (!is_blog_installed()) {
+  wp_install(getenv('HP_TITLE'), getenv('HP_ADMIN_USER'), getenv('HP_ADMIN_EMAIL'), true, '', getenv('HP_ADMIN_PASSWORD'));
+}
+update_option('siteurl', getenv('HP_URL'));
+update_option('home', getenv('HP_URL'));
+echo "installed\\n";
+`;
+
+export interface InstallerInput {
+  documentRoot: string;
+  installer: string;
+  user: string;
+  title: string;
+  adminEmail: string;
+  /** The site's URL (`http://<cname>[:port]`). */
+  url: string;
+  signal: AbortSignal;
+}
+
+/**
+ * Runs WordPress's installer as the install's user: the site title, an administrator for the account
+ * owner with a random password that is neither stored nor returned (the owner sets one through
+ * WordPress's "lost password"). Idempotent: an installed site only gets its URL set again.
+ */
+export async function runInstaller(input: InstallerInput) {
+  await fs.mkdir(path.dirname(input.installer), { recursive: true });
+  await fs.writeFile(input.installer, INSTALLER, { mode: 0o644 });
+  const url = new URL(input.url);
+  await run('runuser', ['-u', input.user, '--', PHP_CLI, input.installer], {
+    signal: input.signal,
+    env: {
+      ...ENV,
+      HP_HOST: url.host,
+      HP_URL: url.origin,
+      HP_DOCROOT: input.documentRoot,
+      HP_TITLE: input.title,
+      HP_ADMIN_USER: 'admin',
+      HP_ADMIN_EMAIL: input.adminEmail,
+      HP_ADMIN_PASSWORD: randomBytes(18).toString('base64url'),
+    },
+  });
+}
+
+/** The PHP version that serves the install (`8.2.x`). */
+export async function phpVersion(signal: AbortSignal): Promise<string | null> {
+  const text = await output(PHP_CLI, ['-r', 'echo PHP_VERSION;'], signal);
+  return /^\d+\.\d+\.\d+/.exec(text.trim())?.[0] ?? null;
+}
+
+async function userExists(user: string) {
+  try {
+    await output('id', ['-u', user], AbortSignal.timeout(10_000));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The install's system user and group (no home, no shell), made when absent. */
+export async function ensureUser(user: string, signal: AbortSignal) {
+  if (await userExists(user)) return;
+  await run(
+    'useradd',
+    ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', user],
+    {
+      signal,
+      env: ENV,
+    },
+  );
+}
+
+export async function removeUser(user: string, signal: AbortSignal) {
+  if (!(await userExists(user))) return;
+  await run('userdel', [user], { signal, env: ENV });
+}
+
+/** Gives the install's user its tree (WordPress writes uploads, PHP its sessions). */
+export async function chownTree(dir: string, user: string, signal: AbortSignal) {
+  if (!(await files.exists(dir))) return;
+  await run('chown', ['-R', `${user}:${user}`, dir], { signal, env: ENV });
+}
