@@ -280,13 +280,10 @@ case "$mode" in
     # Some API test files on both databases: scripts/test.sh files test/api/a.test.ts ...
     [ "$mode" = files ] && shift || set --
     ensure_redis
-    ensure_mariadb
-    ensure_chromium
-    ensure_web
-    run_api pglite
     ensure_postgres
     if [ "$mode" = api ] || [[ " $* " == *browser* ]]; then ensure_chromium; fi
     if [ "$mode" = api ] || [[ " $* " == *local* ]] || [[ " $* " == *drivers* ]]; then ensure_mariadb; fi
+    if [ "$mode" = api ] || [[ " $* " == *local-web* ]]; then ensure_web; fi
     status=0
     run_api "pglite postgres" "$@" || status=$?
     finish "$status"
@@ -305,21 +302,6 @@ case "$mode" in
     ensure_mariadb
     ensure_postgres
     status=0
-    run_api postgres "$@" || status=$?
-    report_times
-    summary
-    exit "$status"
-    ;;
-  files)
-    # Some API test files on both databases: scripts/test.sh files test/api/a.test.ts ...
-    shift
-    ensure_redis
-    ensure_postgres
-    case " $* " in *browser*) ensure_chromium ;; esac
-    case " $* " in *local* | *drivers*) ensure_mariadb ;; esac
-    case " $* " in *local-web*) ensure_web ;; esac
-    status=0
-    run_api pglite "$@" || status=$?
     run_api postgres "$@" || status=$?
     report_times
     summary
