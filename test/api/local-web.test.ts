@@ -34,10 +34,10 @@ async function freePort(): Promise<number> {
 }
 
 /** GET / on nginx with the install's host name: status and body, or null when nginx closed the connection. */
-function get(port: number, host: string): Promise<{ status: number; body: string } | null> {
+function get(port: number, host: string, urlPath = '/'): Promise<{ status: number; body: string } | null> {
   return new Promise((resolve) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path: '/', headers: { host: `${host}:${port}` }, timeout: 30_000 },
+      { host: '127.0.0.1', port, path: urlPath, headers: { host: `${host}:${port}` }, timeout: 30_000 },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
@@ -54,10 +54,15 @@ function get(port: number, host: string): Promise<{ status: number; body: string
 }
 
 /** Asks until `ok` holds (a reload's new workers take a moment), answering the last response. */
-async function until(port: number, host: string, ok: (r: Awaited<ReturnType<typeof get>>) => boolean) {
+async function until(
+  port: number,
+  host: string,
+  ok: (r: Awaited<ReturnType<typeof get>>) => boolean,
+  urlPath = '/',
+) {
   let last: Awaited<ReturnType<typeof get>> = null;
   for (let i = 0; i < 50; i++) {
-    last = await get(port, host);
+    last = await get(port, host, urlPath);
     if (ok(last)) return last;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -165,5 +170,30 @@ describe('local driver web tier (issue 21)', {
     } finally {
       await fs.rm(broken, { force: true });
     }
+  });
+
+  it("issue 21: two installs: one's PHP cannot read the other's wp-config.php (nor /etc/passwd)", async () => {
+    const a = await served();
+    const b = await served();
+    const aPublic = host.paths(a.w.install.id).public;
+    const bConfig = path.join(host.paths(b.w.install.id).public, 'wp-config.php');
+    assert.ok(existsSync(bConfig));
+    // A small PHP file in A's document root, owned by A's user (as anything A's WordPress writes).
+    const probe = path.join(aPublic, 'probe.php');
+    const read = (file: string) =>
+      `echo ${JSON.stringify(file)}, ': ', @file_get_contents(${JSON.stringify(file)}) === false ? 'DENIED' : 'OK', "\\n";`;
+    await fs.writeFile(
+      probe,
+      `<?php\n${read(bConfig)}\n${read('/etc/passwd')}\n${read(path.join(aPublic, 'wp-config.php'))}\n`,
+    );
+    execFileSync('chown', [`${userOf(a.w.install.id)}:${userOf(a.w.install.id)}`, probe]);
+    const page = await until(port, a.cname, (r) => r?.status === 200, '/probe.php');
+    assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 500));
+    assert.ok(page?.body.includes(`${bConfig}: DENIED`), page?.body);
+    assert.match(page?.body ?? '', /\/etc\/passwd: DENIED/);
+    // The probe works: A's PHP reads A's own wp-config.php.
+    assert.match(page?.body ?? '', /wp-config\.php: OK\s*$/);
+    // B's host does not serve A's probe.
+    assert.notEqual((await get(port, b.cname, '/probe.php'))?.status, 200);
   });
 });
