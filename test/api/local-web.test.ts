@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Json } from '../support/harness.js';
-import { readyWorld } from '../support/jobs.js';
+import { operationOf, readyWorld } from '../support/jobs.js';
 import { localHosting } from '../support/local-hosting.js';
 
 // Issue 21 (first slice): HOSTING_DRIVER=local with LOCAL_WEB=on serves installs with Debian's nginx,
@@ -195,5 +195,66 @@ describe('local driver web tier (issue 21)', {
     assert.match(page?.body ?? '', /wp-config\.php: OK\s*$/);
     // B's host does not serve A's probe.
     assert.notEqual((await get(port, b.cname, '/probe.php'))?.status, 200);
+  });
+
+  it('issue 21: after a backup and a restore the site still serves WordPress (tree owned by the install, its wp-config.php 0640)', async () => {
+    const { w, cname } = await served();
+    const p = host.paths(w.install.id);
+    assert.equal((await until(port, cname, (r) => r?.status === 200))?.status, 200);
+    const made = await w.owner.client.post(`/v1/installs/${w.install.id}/backups`, {
+      description: 'before restoring',
+      notification_emails: [],
+    });
+    assert.equal(made.status, 202, JSON.stringify(made.body));
+    await t.runJobs();
+    const backup = await w.owner.client.get(`/v1/installs/${w.install.id}/backups/${made.body.id}`);
+    assert.equal(backup.body.status, 'completed', JSON.stringify(backup.body));
+    const res = await w.owner.client.post(`/v1/installs/${w.install.id}/backups/${made.body.id}/restore`, {
+      notification_emails: [],
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    await t.runJobs();
+    const restore = await operationOf(w.owner.client, res);
+    assert.equal(restore.status, 'completed', JSON.stringify(restore));
+    const page = await until(port, cname, (r) => r?.status === 200 && /Hello world!/.test(r.body));
+    assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 500));
+    assert.ok(page?.body.includes(w.site.name), 'the site title is on the front page');
+    const uid = Number(execFileSync('id', ['-u', userOf(w.install.id)], { encoding: 'utf8' }).trim());
+    const config = await fs.stat(path.join(p.public, 'wp-config.php'));
+    assert.equal(config.mode & 0o777, 0o640);
+    assert.equal(config.uid, uid);
+    assert.equal((await fs.stat(p.public)).uid, uid);
+    assert.equal((await fs.stat(path.join(p.public, 'wp-content'))).uid, uid);
+  });
+
+  it('issue 21: a copy production -> staging keeps the staging wp-config.php (its own credentials) and staging still serves on its own host', async () => {
+    const prod = await served();
+    const stagingInstall = await f.install(prod.w.owner.client, prod.w.account.id, prod.w.site.id, 'staging');
+    seen.push(stagingInstall.id);
+    const to = host.paths(stagingInstall.id);
+    await t.runJobs();
+    const staging = await prod.w.owner.client.get(`/v1/installs/${stagingInstall.id}`);
+    assert.equal(staging.body.status, 'active', JSON.stringify(staging.body));
+    const stagingHost = staging.body.cname as string;
+    assert.equal((await until(port, stagingHost, (r) => r?.status === 200))?.status, 200);
+    const ownConfig = await fs.readFile(path.join(to.public, 'wp-config.php'), 'utf8');
+    // Files and the posts (the options, with the site's URLs, stay the destination's: no URL rewrite here).
+    const res = await prod.w.owner.client.post('/v1/install_copy', {
+      source_environment_id: prod.w.install.id,
+      destination_environment_id: stagingInstall.id,
+      custom_options: { include_files: true, db_tables: ['wp_posts'] },
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    await t.runJobs();
+    const op = await operationOf(prod.w.owner.client, res);
+    assert.equal(op.status, 'completed', JSON.stringify(op));
+    assert.equal(await fs.readFile(path.join(to.public, 'wp-config.php'), 'utf8'), ownConfig);
+    const uid = Number(execFileSync('id', ['-u', userOf(stagingInstall.id)], { encoding: 'utf8' }).trim());
+    const config = await fs.stat(path.join(to.public, 'wp-config.php'));
+    assert.equal(config.mode & 0o777, 0o640);
+    assert.equal(config.uid, uid);
+    assert.equal((await fs.stat(path.join(to.public, 'wp-content'))).uid, uid);
+    const page = await until(port, stagingHost, (r) => r?.status === 200 && /Hello world!/.test(r.body));
+    assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 500));
   });
 });

@@ -125,6 +125,7 @@ export function backupOperations(
           try {
             await files.untar(backup.archive, staging, call.signal);
             if (input.restore_database) await stageDatabase(ctx, id, backup.dump, call.signal);
+            await ctx.web?.adopt(id, staging, call.signal);
             await midway('restore', call.signal);
           } catch (err) {
             await discardStaging(ctx, id, staging);

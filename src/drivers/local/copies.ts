@@ -22,7 +22,11 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
     const sourceTables = Object.keys(await mariadb.tablesOf(sourceDb));
     // C3: only tables that exist in the source (a named table that does not is skipped).
     const tables = input.db_tables === null ? null : input.db_tables.filter((t) => sourceTables.includes(t));
-    if (input.include_files) await fs.cp(from.public, path.join(staging, 'public'), { recursive: true });
+    if (input.include_files) {
+      await fs.cp(from.public, path.join(staging, 'public'), { recursive: true });
+      // The destination keeps its own wp-config.php (its database credentials) and is its user's.
+      await ctx.web?.adopt(destination.id, path.join(staging, 'public'), signal);
+    }
     const dbWork = input.include_db && (tables === null || tables.length > 0);
     if (dbWork) {
       const dump = path.join(staging, 'database.sql');

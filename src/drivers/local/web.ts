@@ -80,6 +80,20 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       return { php_version: await wordpress.phpVersion(signal) };
     },
 
+    /**
+     * A staged document root (a restore's, a copy's) made ready to serve the install before it is
+     * swapped in: the install's own wp-config.php (its database credentials) replaces whatever the
+     * backup or the copy's source brought, the tree is owned by the install's user (PHP runs as it:
+     * it reads wp-config.php, WordPress writes uploads) and wp-config.php is 0640 as at provisioning.
+     */
+    async adopt(installId: string, staged: string, signal: AbortSignal) {
+      const own = path.join(pathsOf(ctx.hostingRoot, installId).public, 'wp-config.php');
+      const target = path.join(staged, 'wp-config.php');
+      if (await files.exists(own)) await fs.copyFile(own, target);
+      await wordpress.chownTree(staged, systemUser(installId), signal);
+      if (await files.exists(target)) await fs.chmod(target, 0o640);
+    },
+
     /** Stops serving an install: its server block (reloaded), its pool, its user. */
     async deprovision(installId: string, signal: AbortSignal) {
       const slug = installSlug(installId);
