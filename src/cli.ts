@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import { Compile } from 'typebox/compile';
 import { systemClock } from './clock.js';
-import { ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/client.js';
 import { migrateDatabase } from './db/migrate.js';
 import { PGLITE_TEMPLATE_DIR, writeTemplate } from './db/template.js';
+import { doctorChecks, doctorReport } from './drivers/local/doctor.js';
 import { createJobQueue } from './jobs/queue.js';
 import { openConfiguredDatabase, start } from './main.js';
 import { SeedFixture } from './modules/admin/admin.schemas.js';
@@ -17,6 +18,8 @@ const USAGE = `usage: hostplane <command>
   api             run the API only (PostgreSQL; run workers beside it)
   worker          run the job worker only (PostgreSQL)
   migrate         apply database migrations and exit
+  doctor          check the system tools the configured hosting driver needs (exit 1 naming the
+                  Debian packages that are missing)
   seed FILE.json  load accounts, users, sites, installs and credentials from a fixture
   reseal          re-seal stored secrets from HOSTPLANE_SECRET_KEY_OLD to HOSTPLANE_SECRET_KEY
   build-template  (npm run build) the migrated embedded database a fresh DATA_DIR is copied from`;
@@ -85,13 +88,36 @@ async function buildTemplate() {
   }
 }
 
+/**
+ * Issue 21: the configured driver's system tools, checked (drivers/local/doctor.ts). `doctor` prints
+ * the table; `serve`/`api`/`worker` refuse to start with the same table before opening anything.
+ */
+async function doctor(config: Config, refuse: boolean) {
+  const checks = await doctorChecks(config.driver);
+  const report = doctorReport(config.driver, checks);
+  const ok = checks.every((c) => c.ok);
+  if (refuse) {
+    if (!ok)
+      throw new Error(`the hosting driver's system tools are not ready (hostplane doctor):\n${report}`);
+    return;
+  }
+  console.log(report);
+  if (!ok) process.exitCode = 1;
+}
+
 async function main(argv: string[]) {
   const [command = 'serve', ...args] = argv;
   switch (command) {
     case 'serve':
     case 'api':
-    case 'worker':
-      await start(loadConfig(), command);
+    case 'worker': {
+      const config = loadConfig();
+      await doctor(config, true);
+      await start(config, command);
+      return;
+    }
+    case 'doctor':
+      await doctor(loadConfig(), false);
       return;
     case 'migrate': {
       // The schema, then pg-boss's own schema and queues: processes started together afterwards find
