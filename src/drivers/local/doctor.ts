@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import type { Config } from '../../config.js';
 import { parseMariaDbUrl } from './database.js';
 import { PHP_FPM } from './php-fpm.js';
+import { TOOL_PATH } from './run.js';
 import { NGINX } from './webserver.js';
 import { PHP_CLI, WORDPRESS_CORE } from './wordpress.js';
 
@@ -12,9 +13,6 @@ import { PHP_CLI, WORDPRESS_CORE } from './wordpress.js';
  * `serve`, `api` and `worker` run the same checks before opening anything and refuse to start when
  * one fails, instead of failing at the first provisioning.
  */
-
-/** The PATH the local driver gives every tool it spawns (run.ts, supervise.ts, webserver.ts...). */
-export const TOOL_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 
 export interface DoctorCheck {
   readonly name: string;

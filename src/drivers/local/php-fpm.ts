@@ -2,8 +2,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as files from './files.js';
 import { configPath, type WebPaths } from './names.js';
-import { run } from './run.js';
-import { signalDaemon, startDaemon } from './supervise.js';
+import { run, TOOL_ENV } from './run.js';
+import { reloadOrStart, signalDaemon } from './supervise.js';
 
 /**
  * PHP-FPM for the local driver's installs (issue 21): a private master (`php-fpm8.2 -y`) reading
@@ -14,7 +14,6 @@ import { signalDaemon, startDaemon } from './supervise.js';
  */
 
 export const PHP_FPM = '/usr/sbin/php-fpm8.2';
-const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
 
 export interface Pool {
   slug: string;
@@ -79,12 +78,12 @@ include = ${poolsDir}/*.conf
       await signalDaemon(paths.fpmPid, 'SIGQUIT');
       return;
     }
-    if (await signalDaemon(paths.fpmPid, 'SIGUSR2')) return;
-    await startDaemon(
+    await reloadOrStart(
+      paths.fpmPid,
+      'SIGUSR2',
       PHP_FPM,
       ['-y', paths.fpmConf],
       path.join(paths.logs, 'php-fpm-start.log'),
-      paths.fpmPid,
     );
   }
 
@@ -100,7 +99,7 @@ include = ${poolsDir}/*.conf
           await fs.writeFile(path.join(dir, `${pool.slug}.conf`), text);
           const conf = path.join(dir, 'php-fpm.main');
           await fs.writeFile(conf, global(dir));
-          await run(PHP_FPM, ['-t', '-y', conf], { signal, env: ENV }).catch((err: Error) => {
+          await run(PHP_FPM, ['-t', '-y', conf], { signal, env: TOOL_ENV }).catch((err: Error) => {
             throw new Error(`php-fpm refused the pool of ${pool.slug}: ${err.message}`);
           });
         } finally {

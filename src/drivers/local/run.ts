@@ -48,6 +48,10 @@ async function pipeTo(readable: NodeJS.ReadableStream, file: string) {
   }
 }
 
+/** The PATH every tool the local driver spawns is given (no shell; `hostplane doctor` checks the same). */
+export const TOOL_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
+export const TOOL_ENV = Object.freeze({ PATH: TOOL_PATH });
+
 async function drain(readable: NodeJS.ReadableStream) {
   for await (const _ of readable);
 }
@@ -60,21 +64,16 @@ async function pipeFrom(file: string, writable: NodeJS.WritableStream) {
 /** Runs a tool (no shell) and answers its standard output (small outputs only). */
 export function output(command: string, args: string[], signal: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(
-      command,
-      args,
-      { signal, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
-      (err, stdout, stderr) => {
-        if (err)
-          reject(
-            new Error(
-              `${command} failed: ${String(stderr || err.message)
-                .trim()
-                .slice(0, 500)}`,
-            ),
-          );
-        else resolve(stdout);
-      },
-    );
+    execFile(command, args, { signal, env: TOOL_ENV }, (err, stdout, stderr) => {
+      if (err)
+        reject(
+          new Error(
+            `${command} failed: ${String(stderr || err.message)
+              .trim()
+              .slice(0, 500)}`,
+          ),
+        );
+      else resolve(stdout);
+    });
   });
 }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
+import { TOOL_ENV } from './run.js';
 
 /**
  * The daemons the web tier runs (nginx, the PHP-FPM master), found by their pid files: a daemon whose
@@ -35,7 +36,7 @@ export async function startDaemon(command: string, args: string[], logFile: stri
     const code = await new Promise<number | string>((resolve, reject) => {
       const child = spawn(command, args, {
         stdio: ['ignore', log.fd, log.fd],
-        env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+        env: TOOL_ENV,
       });
       child.on('error', reject);
       child.on('exit', (c, signal) => resolve(c ?? String(signal)));
@@ -63,4 +64,19 @@ export async function signalDaemon(pidFile: string, signal: NodeJS.Signals): Pro
   if (!pid) return false;
   process.kill(pid, signal);
   return true;
+}
+
+/**
+ * Sends `signal` to the running daemon (a reload), or starts it with `command args` when it is not
+ * running; its start output goes to `logFile`.
+ */
+export async function reloadOrStart(
+  pidFile: string,
+  signal: NodeJS.Signals,
+  command: string,
+  args: string[],
+  logFile: string,
+): Promise<void> {
+  if (await signalDaemon(pidFile, signal)) return;
+  await startDaemon(command, args, logFile, pidFile);
 }

@@ -2,8 +2,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as files from './files.js';
 import { configPath, hostName, type WebPaths } from './names.js';
-import { run } from './run.js';
-import { livePid, signalDaemon, startDaemon } from './supervise.js';
+import { run, TOOL_ENV } from './run.js';
+import { livePid, reloadOrStart } from './supervise.js';
 
 /**
  * nginx for the local driver's installs (issue 21): a configuration of Hostplane's own under
@@ -15,7 +15,6 @@ import { livePid, signalDaemon, startDaemon } from './supervise.js';
  */
 
 export const NGINX = '/usr/sbin/nginx';
-const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
 
 export interface ServerBlock {
   /** `hp_<hex>`: the file's name in sites/ and the install's socket's. */
@@ -114,7 +113,7 @@ export function createWebServer(paths: WebPaths, httpPort: number) {
     const conf = path.join(paths.candidate, 'nginx.conf');
     await fs.writeFile(conf, mainConf(paths, sites, httpPort));
     try {
-      await run(NGINX, ['-t', '-q', '-c', conf], { signal, env: ENV });
+      await run(NGINX, ['-t', '-q', '-c', conf], { signal, env: TOOL_ENV });
     } catch (err) {
       throw new Error(
         `nginx refused the new configuration, the running one is kept: ${(err as Error).message}`,
@@ -126,12 +125,12 @@ export function createWebServer(paths: WebPaths, httpPort: number) {
 
   /** Starts nginx when it is not running, else reloads it (the live files were checked). */
   async function startOrReload() {
-    if (await signalDaemon(paths.nginxPid, 'SIGHUP')) return;
-    await startDaemon(
+    await reloadOrStart(
+      paths.nginxPid,
+      'SIGHUP',
       NGINX,
       ['-c', paths.nginxConf],
       path.join(paths.logs, 'nginx-start.log'),
-      paths.nginxPid,
     );
   }
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as files from './files.js';
-import { output, run } from './run.js';
+import { output, run, TOOL_ENV } from './run.js';
 
 /**
  * WordPress for the local driver's installs (issue 21): core copied from Debian's `wordpress` package,
@@ -12,7 +12,6 @@ import { output, run } from './run.js';
 
 export const WORDPRESS_CORE = '/usr/share/wordpress';
 export const PHP_CLI = '/usr/bin/php8.2';
-const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
 
 /** A PHP single-quoted string literal. */
 export function phpString(value: string): string {
@@ -79,7 +78,7 @@ export async function writeWpConfig(documentRoot: string, config: WpConfig, user
   const file = path.join(documentRoot, 'wp-config.php');
   const temp = path.join(documentRoot, '.wp-config.php.tmp');
   await fs.writeFile(temp, wpConfig(config), { mode: 0o640 });
-  await run('chown', [`${user}:${user}`, temp], { signal: AbortSignal.timeout(10_000), env: ENV });
+  await run('chown', [`${user}:${user}`, temp], { signal: AbortSignal.timeout(10_000), env: TOOL_ENV });
   await fs.rename(temp, file);
 }
 
@@ -122,7 +121,7 @@ export async function runInstaller(input: InstallerInput) {
   await run('runuser', ['-u', input.user, '--', PHP_CLI, input.installer], {
     signal: input.signal,
     env: {
-      ...ENV,
+      ...TOOL_ENV,
       HP_HOST: url.host,
       HP_URL: url.origin,
       HP_DOCROOT: input.documentRoot,
@@ -157,18 +156,18 @@ export async function ensureUser(user: string, signal: AbortSignal) {
     ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', user],
     {
       signal,
-      env: ENV,
+      env: TOOL_ENV,
     },
   );
 }
 
 export async function removeUser(user: string, signal: AbortSignal) {
   if (!(await userExists(user))) return;
-  await run('userdel', [user], { signal, env: ENV });
+  await run('userdel', [user], { signal, env: TOOL_ENV });
 }
 
 /** Gives the install's user its tree (WordPress writes uploads, PHP its sessions). */
 export async function chownTree(dir: string, user: string, signal: AbortSignal) {
   if (!(await files.exists(dir))) return;
-  await run('chown', ['-R', `${user}:${user}`, dir], { signal, env: ENV });
+  await run('chown', ['-R', `${user}:${user}`, dir], { signal, env: TOOL_ENV });
 }
