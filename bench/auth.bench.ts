@@ -72,7 +72,9 @@ async function main() {
     const cpuAfter = cpuSeconds(app.pid);
     const hashesAfter = await hashesOf(origin);
     console.log(`== bare Fastify, same bytes: ${connections} connections, ${bareSeconds} s`);
+    const bareCpuStart = cpuSeconds(bare.pid);
     const base = await run(bareUrl, {}, bareSeconds, connections);
+    const bareCpuEnd = cpuSeconds(bare.pid);
 
     const bareMean = base.perSecond.reduce((s, n) => s + n, 0) / base.perSecond.length;
     const ratios = ours.perSecond.map((n) => n / bareMean);
@@ -97,11 +99,24 @@ async function main() {
         cpuSecondsIn4sAfter: cpuEnd === null || cpuAfter === null ? null : cpuAfter - cpuEnd,
         passwordHashes: hashesBefore === null || hashesAfter === null ? null : hashesAfter - hashesBefore,
       },
-      bare: { perSecond: base.perSecond, meanPerSecond: bareMean },
+      bare: {
+        perSecond: base.perSecond,
+        meanPerSecond: bareMean,
+        requests: base.latenciesMs.length,
+        cpuSecondsDuring: bareCpuStart === null || bareCpuEnd === null ? null : bareCpuEnd - bareCpuStart,
+      },
       ratioPerSecond: ratios,
       minRatio: Math.min(...ratios),
       meanRatio: ratios.reduce((s, r) => s + r, 0) / ratios.length,
     };
+    // Server CPU per answered request: what each server spends, whatever the neighbours' load does to req/s.
+    const perRequest = (cpu: number | null, requests: number) =>
+      cpu === null || requests === 0 ? null : (cpu * 1000) / requests;
+    const cpuMsPerRequest = {
+      ours: perRequest(summary.ours.cpuSecondsDuring, summary.ours.requests),
+      bare: perRequest(summary.bare.cpuSecondsDuring, summary.bare.requests),
+    };
+    Object.assign(summary, { cpuMsPerRequest });
     const md = [
       `# Issue 20: one busy credential over ${seconds} s${label ? ` (${label})` : ''}`,
       '',
@@ -125,6 +140,10 @@ async function main() {
         `server CPU ${summary.ours.cpuSecondsDuring?.toFixed(2) ?? 'n/a'} s during, ` +
         `${summary.ours.cpuSecondsIn4sAfter?.toFixed(2) ?? 'n/a'} s in the 4 s after; ` +
         `password hashes during the run: ${summary.ours.passwordHashes ?? 'n/a (no counter)'}`,
+      '',
+      `server CPU per request: ours ${cpuMsPerRequest.ours?.toFixed(4) ?? 'n/a'} ms, bare Fastify ` +
+        `${cpuMsPerRequest.bare?.toFixed(4) ?? 'n/a'} ms (ratio bare / ours ` +
+        `${cpuMsPerRequest.ours && cpuMsPerRequest.bare ? fixed(cpuMsPerRequest.bare / cpuMsPerRequest.ours, 2) : 'n/a'})`,
       '',
     ].join('\n');
     fs.mkdirSync(RESULTS, { recursive: true });

@@ -118,8 +118,9 @@ export async function buildApp(deps: AppDeps) {
   app.decorateRequest('readCache', null);
   app.decorateRequest('bodyValidUntil', null);
   app.decorateRequest('idempotency', null);
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    done(null, payload);
   });
   app.addHook('onSend', etagHook);
 

@@ -1,5 +1,5 @@
 import { eq, sql } from 'drizzle-orm';
-import { type Db, queryRows } from '../db/client.js';
+import { type Db, preparedRows, queryRows } from '../db/client.js';
 import {
   accountDataVersions,
   authEpoch,
@@ -45,6 +45,11 @@ export async function bumpEpoch(tx: Db): Promise<void> {
     .onConflictDoUpdate({ target: authEpoch.id, set: { epoch: sql`${authEpoch.epoch} + 1` } });
 }
 
+/** readFreshness's statement on PostgreSQL (the Drizzle form below is the same text). */
+const FRESHNESS_SQL = `select (select "epoch" from "auth_epoch" where "id" = 1) as epoch,
+  (select string_agg("account_id"::text || ':' || "version", ',' order by "account_id")
+   from "account_data_versions" where "account_id" = any($1::uuid[])) as versions`;
+
 /**
  * Issue 14, the read cache's one lookup: the membership epoch and the data versions of the given
  * accounts (primary-key probes), as one string `epoch|id:version,...` (accounts in id order).
@@ -53,13 +58,18 @@ export async function readFreshness(
   db: Db,
   accountIds: string[],
 ): Promise<{ epoch: number; versions: string }> {
-  const [row] = await queryRows<{ epoch: number | string | null; versions: string | null }>(
-    db,
-    sql`select (select ${authEpoch.epoch} from ${authEpoch} where ${authEpoch.id} = 1) as epoch,
+  type Row = { epoch: number | string | null; versions: string | null };
+  // PostgreSQL: the same statement, prepared once per connection (it runs for every batch of reads).
+  const prepared = await preparedRows<Row>(db, 'hp_read_freshness', FRESHNESS_SQL, [accountIds]);
+  const [row] =
+    prepared ??
+    (await queryRows<{ epoch: number | string | null; versions: string | null }>(
+      db,
+      sql`select (select ${authEpoch.epoch} from ${authEpoch} where ${authEpoch.id} = 1) as epoch,
       (select string_agg(${accountDataVersions.account_id}::text || ':' || ${accountDataVersions.version}, ','
         order by ${accountDataVersions.account_id})
        from ${accountDataVersions}
        where ${accountDataVersions.account_id} = any(${sql.param(accountIds)}::uuid[])) as versions`,
-  );
+    ));
   return { epoch: Number(row?.epoch ?? 0), versions: row?.versions ?? '' };
 }

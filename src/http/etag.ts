@@ -8,7 +8,17 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * the bytes on the wire are saved. The tag is a digest of the serialised body, so it changes with
  * any change the client could see.
  */
-export async function etagHook(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+export function etagHook(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (err: null, payload: unknown) => void,
+): void {
+  // A callback hook, not an async one: it runs on every response, and never waits for anything.
+  done(null, etagged(request, reply, payload));
+}
+
+function etagged(request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown {
   if (request.method !== 'GET' && request.method !== 'HEAD') return payload;
   if (reply.statusCode !== 200) return payload;
   if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;

@@ -35,7 +35,8 @@ export const CACHED_OPERATIONS: ReadonlySet<string> = new Set([
 ]);
 
 interface Entry {
-  body: string;
+  /** The rendered body, encoded once: a hit writes these bytes as they are (no UTF-8 encoding per request). */
+  body: Buffer;
   etag: string;
   versions: string;
   validUntil: number | null;
@@ -203,7 +204,7 @@ export function createReadCache(options: ReadCacheOptions) {
     const etag = reply.getHeader('etag');
     if (reply.statusCode === 200 && typeof payload === 'string' && typeof etag === 'string') {
       store(pending.key, {
-        body: payload,
+        body: Buffer.from(payload, 'utf8'),
         etag,
         versions: pending.versions,
         validUntil: request.bodyValidUntil,
