@@ -1,7 +1,15 @@
 import { and, desc, eq, gte, inArray, lt, type SQL } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
-import { accounts, auditEvents, domains, installs, sites, users } from '../../db/schema.js';
+import {
+  accounts,
+  auditEvents,
+  domains,
+  installs,
+  siteReportSchedules,
+  sites,
+  users,
+} from '../../db/schema.js';
 
 const projection = {
   id: auditEvents.id,
@@ -90,8 +98,20 @@ export function listEvents(db: Db, filter: EventFilter, page: Page) {
   );
 }
 
-/** The account of an install or a site (null when there is none). */
-export async function accountOf(db: Db, kind: 'install' | 'site', id: string): Promise<string | null> {
+/** The account of an install, a site or a site report schedule (null when there is none). */
+export async function accountOf(
+  db: Db,
+  kind: 'install' | 'site' | 'schedule',
+  id: string,
+): Promise<string | null> {
+  if (kind === 'schedule') {
+    const [row] = await db
+      .select({ account_id: sites.account_id })
+      .from(siteReportSchedules)
+      .innerJoin(sites, eq(sites.id, siteReportSchedules.site_id))
+      .where(eq(siteReportSchedules.id, id));
+    return row?.account_id ?? null;
+  }
   const table = kind === 'install' ? installs : sites;
   const [row] = await db.select({ account_id: table.account_id }).from(table).where(eq(table.id, id));
   return row?.account_id ?? null;

@@ -91,6 +91,7 @@ export function createAuditService({
     for (const [kind, id] of [
       ['install', entry.params.install_id],
       ['site', entry.params.site_id],
+      ['schedule', entry.params.schedule_id],
       ['install', body.install_id],
       ['install', body.source_install_id],
       ['site', body.site_id],
