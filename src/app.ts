@@ -13,6 +13,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { type Database, ping } from './db/client.js';
 import { Errors } from './errors.js';
+import { type AuditOptions, useAuditLog } from './http/audit.js';
 import { adminAuthHook, basicAuthHook, callerOf, parseBasic } from './http/auth.js';
 import { httpEdge } from './http/edge.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
@@ -118,6 +119,7 @@ export async function buildApp(deps: AppDeps) {
   app.decorateRequest('readCache', null);
   app.decorateRequest('bodyValidUntil', null);
   app.decorateRequest('idempotency', null);
+  app.decorateRequest('audit', null);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     done(null, payload);
@@ -136,6 +138,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(swagger, openapiOptions(config));
   // Issue 20: hostplane_password_hashes_total and the sign-ins refused before a hash.
   metrics.observeAuth(services.authenticator.stats);
+  metrics.observeCredentials(services.credentialGate.stats);
 
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {
@@ -195,16 +198,34 @@ export async function buildApp(deps: AppDeps) {
     scopeOf,
     onOutcome: metrics.idempotency,
   });
+  // Issue 22: every POST, PUT, PATCH and DELETE is recorded in the audit log (after Idempotency-Key:
+  // a replay is not a second call).
+  const audit = (actorOf: AuditOptions['actorOf']): AuditOptions => ({
+    store: services.audit,
+    actorOf,
+    onOutcome: metrics.audit,
+  });
   // The table of every route (routes.ts); each guard sets up its group's scope.
   await registerRoutes(app, ctx, {
     public: () => {},
     basic: (v1) => {
       // Added per route, after the rate limiter's own hook, so failed logins are rate limited too.
-      appendOnRequest(v1, basicAuthHook(services.authenticator));
+      appendOnRequest(v1, basicAuthHook(services.authenticator, services.credentialGate));
       if (readCache) cacheListedGets(v1, readCache);
       useIdempotencyKeys(
         v1,
-        idempotency((request) => `user:${callerOf(request).userId}`),
+        idempotency((request) => {
+          // Issue 22: keys are per credential: a scoped credential's are its own.
+          const caller = callerOf(request);
+          return caller.credential ? `credential:${caller.credential.id}` : `user:${caller.userId}`;
+        }),
+      );
+      useAuditLog(
+        v1,
+        audit((request) => {
+          const caller = callerOf(request);
+          return { type: 'user', userId: caller.userId, credentialId: caller.credential?.id ?? null };
+        }),
       );
     },
     admin: (admin) => {
@@ -212,6 +233,10 @@ export async function buildApp(deps: AppDeps) {
       useIdempotencyKeys(
         admin,
         idempotency(() => 'admin'),
+      );
+      useAuditLog(
+        admin,
+        audit(() => ({ type: 'admin', userId: null, credentialId: null })),
       );
     },
   });

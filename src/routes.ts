@@ -5,10 +5,12 @@ import { accountsRoutes } from './modules/accounts/accounts.routes.js';
 import { adminRoutes } from './modules/admin/admin.routes.js';
 import { adminTestingRoutes } from './modules/admin/admin.testing.routes.js';
 import { archiveDownloadRoutes, archivesRoutes } from './modules/archives/archives.routes.js';
+import { auditRoutes } from './modules/audit/audit.routes.js';
 import { backupsRoutes } from './modules/backups/backups.routes.js';
 import { cacheRoutes } from './modules/cache/cache.routes.js';
 import { certificatesRoutes } from './modules/certificates/certificates.routes.js';
 import { consoleRoutes } from './modules/console/console.routes.js';
+import { credentialsRoutes } from './modules/credentials/credentials.routes.js';
 import { domainsRoutes } from './modules/domains/domains.routes.js';
 import { domainStatusRoutes } from './modules/domains/domains.status.routes.js';
 import { installCopyRoutes } from './modules/installs/installs.copy.routes.js';
@@ -102,6 +104,9 @@ export const ROUTE_TABLE: readonly RouteGroup[] = [
       archivesRoutes,
       domainStatusRoutes,
       siteTransfersRoutes,
+      // Issue 22.
+      credentialsRoutes,
+      auditRoutes,
     ],
   },
   // Issue 13: signed archive links are their own credential (no Basic auth).

@@ -1,4 +1,5 @@
 import { createAuthenticator } from './auth/authenticator.js';
+import { createCredentialGate } from './auth/credentials.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
@@ -15,6 +16,7 @@ import { createOutbox } from './mail/outbox.js';
 import { createAccountsService } from './modules/accounts/accounts.service.js';
 import { createAdminService } from './modules/admin/admin.service.js';
 import { createArchivesService } from './modules/archives/archives.service.js';
+import { createAuditService } from './modules/audit/audit.service.js';
 import { createBackupJobs } from './modules/backups/backups.jobs.js';
 import { createBackupsService } from './modules/backups/backups.service.js';
 import { createCacheJobs } from './modules/cache/cache.jobs.js';
@@ -25,6 +27,7 @@ import {
   createCertificateCoverage,
   createCertificatesService,
 } from './modules/certificates/certificates.service.js';
+import { createCredentialsService } from './modules/credentials/credentials.service.js';
 import { createStatusResolver } from './modules/domains/dns-status.js';
 import { createDomainsService } from './modules/domains/domains.service.js';
 import {
@@ -85,6 +88,11 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     hashing: { concurrency: hashConcurrency, queue: hashQueue },
     failures,
   });
+  // Issue 22: scoped credentials' expiry, IP allow-list and last use (per process).
+  const credentialGate = createCredentialGate({ db, clock });
+  const credentials = createCredentialsService({ db, clock, authenticator, gate: credentialGate });
+  // Issue 22: the audit log of every mutating call (http/audit.ts).
+  const audit = createAuditService({ db, clock });
   const accounts = createAccountsService({ db });
   const sites = createSitesService({ db, accounts });
   const made = driver ? null : configuredDriver({ config, db, clock, secretKey });
@@ -207,6 +215,9 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   return {
     clock,
     authenticator,
+    credentialGate,
+    credentials,
+    audit,
     idempotency,
     accounts,
     sites,

@@ -21,7 +21,10 @@ export type Action =
   | 'transfers:manage'
   | 'usage:account'
   | 'reports:read'
-  | 'reports:manage';
+  | 'reports:manage'
+  // Issue 22: scoped credentials and the audit log (owners only; never through a scoped credential).
+  | 'credentials:manage'
+  | 'audit:read';
 
 const PARTIAL: Action[] = ['account:read', 'installs:read', 'installs:operate'];
 const FULL: Action[] = [
@@ -42,7 +45,7 @@ const FULL: Action[] = [
 
 /** The role matrix (docs/conformance.md prints it); `,billing` adds billing actions (transfers) to full. */
 export const ROLE_MATRIX: Record<Role, ReadonlySet<Action>> = {
-  owner: new Set([...FULL, 'transfers:manage']),
+  owner: new Set([...FULL, 'transfers:manage', 'credentials:manage', 'audit:read']),
   full: new Set(FULL),
   'full,billing': new Set([...FULL, 'transfers:manage']),
   partial: new Set(PARTIAL),
@@ -54,6 +57,22 @@ export interface Membership {
   readonly roles: Role;
   /** A2: for partial roles, the installs the member may see; null means every install of the account. */
   readonly installIds: ReadonlySet<string> | null;
+  /**
+   * Issue 22: through a scoped credential, the actions its scope allows (auth/credentials.ts); the
+   * member may do what both the role and this set allow. Absent: everything the role allows.
+   */
+  readonly limit?: ReadonlySet<Action>;
+}
+
+/** Issue 22: what a scoped credential grants (auth/credentials.ts); checked on every request. */
+export interface CredentialGrant {
+  readonly id: string;
+  readonly accountId: string;
+  readonly scope: 'read' | 'operate' | 'admin';
+  readonly installIds: readonly string[] | null;
+  /** Epoch milliseconds; null: never expires. */
+  readonly expiresAt: number | null;
+  readonly allowedCidrs: readonly string[] | null;
 }
 
 /** The authenticated caller, attached to each /v1 request by http/auth.ts. */
@@ -61,10 +80,14 @@ export interface Caller {
   readonly userId: string;
   readonly username: string;
   readonly memberships: ReadonlyMap<string, Membership>;
+  /** Issue 22: set when the request authenticated with a scoped credential (`hpk_...`). */
+  readonly credential?: CredentialGrant;
 }
 
-export function can(roles: Role, action: Action): boolean {
-  return ROLE_MATRIX[roles].has(action);
+/** Whether a role (or a membership: its role and its credential's limit) allows `action`. */
+export function can(who: Role | Pick<Membership, 'roles' | 'limit'>, action: Action): boolean {
+  if (typeof who === 'string') return ROLE_MATRIX[who].has(action);
+  return ROLE_MATRIX[who.roles].has(action) && (who.limit === undefined || who.limit.has(action));
 }
 
 /** G4: the caller's membership of an account, or 404 (a foreign account is not revealed). */
@@ -77,7 +100,7 @@ export function requireMember(caller: Caller, accountId: string): Membership {
 /** G3/G4: 404 for a foreign account, 403 when the role does not allow the action. */
 export function requireAccount(caller: Caller, accountId: string, action: Action): Membership {
   const membership = requireMember(caller, accountId);
-  if (!can(membership.roles, action)) throw Errors.forbidden();
+  if (!can(membership, action)) throw Errors.forbidden();
   return membership;
 }
 
@@ -94,13 +117,11 @@ export function requireInstall(
 ): Membership {
   const membership = caller.memberships.get(install.account_id);
   if (!membership || !seesInstall(membership, install.id)) throw Errors.notFound();
-  if (!can(membership.roles, action)) throw Errors.forbidden();
+  if (!can(membership, action)) throw Errors.forbidden();
   return membership;
 }
 
 /** The account ids the caller belongs to (optionally only those where it may do `action`). */
 export function memberAccountIds(caller: Caller, action?: Action): string[] {
-  return [...caller.memberships.values()]
-    .filter((m) => !action || can(m.roles, action))
-    .map((m) => m.accountId);
+  return [...caller.memberships.values()].filter((m) => !action || can(m, action)).map((m) => m.accountId);
 }

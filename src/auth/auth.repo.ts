@@ -1,7 +1,8 @@
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import { type Db, preparedRows, queryRows } from '../db/client.js';
 import {
   accountDataVersions,
+  apiCredentials,
   authEpoch,
   credentials,
   membershipInstalls,
@@ -72,4 +73,35 @@ export async function readFreshness(
        where ${accountDataVersions.account_id} = any(${sql.param(accountIds)}::uuid[])) as versions`,
     ));
   return { epoch: Number(row?.epoch ?? 0), versions: row?.versions ?? '' };
+}
+
+/** Issue 22: a scoped credential that is not revoked (expiry is checked by the caller's clock). */
+export function findScopedCredential(db: Db, id: string) {
+  return db
+    .select({
+      id: apiCredentials.id,
+      account_id: apiCredentials.account_id,
+      user_id: apiCredentials.user_id,
+      scope: apiCredentials.scope,
+      install_ids: apiCredentials.install_ids,
+      allowed_cidrs: apiCredentials.allowed_cidrs,
+      secret_hash: apiCredentials.secret_hash,
+      expires_at: apiCredentials.expires_at,
+    })
+    .from(apiCredentials)
+    .where(and(eq(apiCredentials.id, id), isNull(apiCredentials.revoked_at)))
+    .limit(1)
+    .then((rows) => rows[0] ?? null);
+}
+
+/** Issue 22, write-behind: the last use of each credential in one statement (never moves back). */
+export async function touchScopedCredentials(db: Db, uses: { id: string; at: Date; ip: string | null }[]) {
+  if (uses.length === 0) return;
+  const values = sql.join(
+    uses.map((u) => sql`(${u.id}::uuid, ${u.at.toISOString()}::timestamptz, ${u.ip}::text)`),
+    sql`, `,
+  );
+  await db.execute(sql`update ${apiCredentials} set last_used_at = v.at, last_used_ip = v.ip
+    from (values ${values}) as v(id, at, ip)
+    where ${apiCredentials.id} = v.id and (${apiCredentials.last_used_at} is null or ${apiCredentials.last_used_at} < v.at)`);
 }

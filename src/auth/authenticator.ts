@@ -2,9 +2,17 @@ import { createHash, hash, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
 import { Errors } from '../errors.js';
-import type { Caller, Membership } from './access.js';
+import type { Caller, CredentialGrant, Membership } from './access.js';
 import { type AttemptLimits, createAttemptLimiter } from './attempts.js';
-import { bumpEpoch, findCredential, loadMemberships, readEpoch, readFreshness } from './auth.repo.js';
+import {
+  bumpEpoch,
+  findCredential,
+  findScopedCredential,
+  loadMemberships,
+  readEpoch,
+  readFreshness,
+} from './auth.repo.js';
+import { credentialIdOf, narrow, verifySecret } from './credentials.js';
 import { createHashGate, DUMMY_HASH_PROMISE, type HashGateOptions, type HashGateStats } from './passwords.js';
 
 export interface AuthenticatorOptions {
@@ -131,7 +139,34 @@ export function createAuthenticator({
     await epochRead;
   }
 
-  async function loadCaller(userId: string, username: string): Promise<Caller> {
+  /**
+   * Issue 22: the stored credential of a username: a password's (scrypt) or, for `hpk_` names, a
+   * scoped credential's (SHA-256 of a random secret, with what it grants).
+   */
+  async function findAny(username: string) {
+    const id = credentialIdOf(username);
+    if (id === null) {
+      const row = await findCredential(db, username);
+      return row && { user_id: row.user_id, password_hash: row.password_hash, grant: null };
+    }
+    const row = await findScopedCredential(db, id);
+    if (!row) return null;
+    const grant: CredentialGrant = {
+      id: row.id,
+      accountId: row.account_id,
+      scope: row.scope,
+      installIds: row.install_ids,
+      expiresAt: row.expires_at?.getTime() ?? null,
+      allowedCidrs: row.allowed_cidrs,
+    };
+    return { user_id: row.user_id, password_hash: row.secret_hash, grant };
+  }
+
+  async function loadCaller(
+    userId: string,
+    username: string,
+    grant: CredentialGrant | null = null,
+  ): Promise<Caller> {
     const { rows, scoped } = await loadMemberships(db, userId);
     const memberships = new Map<string, Membership>();
     for (const row of rows) {
@@ -142,7 +177,8 @@ export function createAuthenticator({
         : null;
       memberships.set(row.account_id, { accountId: row.account_id, roles, installIds });
     }
-    return { userId, username, memberships };
+    const caller: Caller = { userId, username, memberships };
+    return grant ? narrow(caller, grant) : caller;
   }
 
   // A keyed SHA-256 of the pair (secret prefix; neither part holds a NUL, parseBasic refuses it): the
@@ -179,12 +215,13 @@ export function createAuthenticator({
     const since = generation;
     const checkedAt = clock.now().getTime();
     try {
-      const credential = await findCredential(db, entry.username);
+      const credential = await findAny(entry.username);
       if (!credential || credential.password_hash !== entry.passwordHash) {
         if (cache.get(key) === entry) cache.delete(key);
         return;
       }
-      store(key, await loadCaller(credential.user_id, entry.username), entry.passwordHash, since, checkedAt);
+      const caller = await loadCaller(credential.user_id, entry.username, credential.grant);
+      store(key, caller, entry.passwordHash, since, checkedAt);
       counts.refreshes++;
     } catch {
       // The entry expires as it would have; the next use after that verifies again.
@@ -219,17 +256,19 @@ export function createAuthenticator({
       for (const watcher of flight.watchers) if (watcher()) return true;
       return false;
     };
-    const credential = await findCredential(db, username);
-    const stored = credential?.password_hash ?? (await DUMMY_HASH_PROMISE());
-    const ok = await gate.verify(password, stored, alive);
+    const credential = await findAny(username);
+    // A scoped credential's secret is random: one SHA-256, no scrypt (credentials.ts).
+    const ok = credential?.grant
+      ? verifySecret(password, credential.password_hash)
+      : await gate.verify(password, credential?.password_hash ?? (await DUMMY_HASH_PROMISE()), alive);
     if (!credential || !ok) return null;
-    let caller = await loadCaller(credential.user_id, username);
+    let caller = await loadCaller(credential.user_id, username, credential.grant);
     // An invalidation during the check: read again what it may have changed (no second hash).
     for (let i = 0; i < RELOADS && since !== generation; i++) {
       since = generation;
-      const again = await findCredential(db, username);
+      const again = await findAny(username);
       if (!again || again.password_hash !== credential.password_hash) return null;
-      caller = await loadCaller(again.user_id, username);
+      caller = await loadCaller(again.user_id, username, again.grant);
     }
     store(key, caller, credential.password_hash, since, checkedAt);
     return caller;

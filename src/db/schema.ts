@@ -723,6 +723,75 @@ export const idempotencyKeys = pgTable(
   ],
 );
 
+/**
+ * Issue 22: scoped, expiring API credentials (HTTP Basic, username `hpk_<id without dashes>`). Made
+ * by an owner for one account; the effective permission is the intersection of the maker's current
+ * membership and the scope (auth/credentials.ts). The secret is stored as SHA-256 only (it is 256
+ * random bits: docs/decisions.md #107). Revocation sets `revoked_at` and bumps the auth epoch.
+ */
+export const apiCredentials = pgTable(
+  'api_credentials',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    account_id: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    user_id: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    description: text('description').notNull().default(''),
+    scope: text('scope').$type<'read' | 'operate' | 'admin'>().notNull(),
+    /** null: every install the maker sees; else only these (and still only those the maker sees). */
+    install_ids: jsonb('install_ids').$type<string[]>(),
+    /** null: any address; else the client address must fall in one of these CIDRs. */
+    allowed_cidrs: jsonb('allowed_cidrs').$type<string[]>(),
+    secret_hash: text('secret_hash').notNull(),
+    expires_at: at('expires_at'),
+    revoked_at: at('revoked_at'),
+    last_used_at: at('last_used_at'),
+    last_used_ip: text('last_used_ip'),
+    created_at: createdAt(),
+  },
+  (t) => [
+    index('api_credentials_account_id_idx').on(t.account_id, t.created_at, t.id),
+    index('api_credentials_user_id_idx').on(t.user_id),
+    check('api_credentials_scope_check', sql`scope in ('read', 'operate', 'admin')`),
+  ],
+);
+
+/**
+ * Issue 22: the audit log. One row per mutating call of the public or admin API, written before
+ * the route runs (outcome null) and completed when it answers (http/audit.ts), so a crash in
+ * between still leaves the attempt recorded (at least once). Kept 13 months (swept as due work).
+ * No foreign keys: the log outlives what it names.
+ */
+export const auditEvents = pgTable(
+  'audit_events',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    occurred_at: at('occurred_at').notNull(),
+    account_id: uuid('account_id'),
+    actor_type: text('actor_type').$type<'user' | 'admin'>().notNull(),
+    actor_user_id: uuid('actor_user_id'),
+    credential_id: uuid('credential_id'),
+    ip: text('ip'),
+    request_id: text('request_id').notNull(),
+    operation_id: uuid('operation_id'),
+    action: text('action').notNull(),
+    method: text('method').notNull(),
+    path: text('path').notNull(),
+    resource_type: text('resource_type').notNull(),
+    resource_id: text('resource_id'),
+    status: integer('status'),
+    before: jsonb('before').$type<Record<string, unknown> | null>(),
+    after: jsonb('after').$type<Record<string, unknown> | null>(),
+  },
+  (t) => [
+    index('audit_events_account_idx').on(t.account_id, t.occurred_at, t.id),
+    index('audit_events_occurred_at_idx').on(t.occurred_at),
+  ],
+);
+
 export const schema = {
   accounts,
   users,
@@ -756,4 +825,6 @@ export const schema = {
   localInstalls,
   localTasks,
   idempotencyKeys,
+  apiCredentials,
+  auditEvents,
 };

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
+import type { CredentialGate } from '../auth/credentials.js';
 import { safeEqual } from '../auth/passwords.js';
 import { Errors } from '../errors.js';
 import { decodeUtf8, isStorableText } from './input.js';
@@ -30,12 +31,19 @@ export function parseBasic(header: string | undefined): { username: string; pass
 }
 
 /** G2: an onRequest hook that sets `request.caller` or answers 401 with the bad-credentials message. */
-export function basicAuthHook(authenticator: Authenticator) {
+export function basicAuthHook(authenticator: Authenticator, gate?: Pick<CredentialGate, 'admit'>) {
+  // Issue 22: a scoped credential's expiry and IP allow-list, on the cached path too (no query).
+  const admit = (request: FastifyRequest, caller: Caller) => {
+    if (gate && !gate.admit(caller, request.ip)) {
+      request.caller = null;
+      throw Errors.unauthenticated();
+    }
+  };
   return async (request: FastifyRequest) => {
     // Another process may have changed memberships: at most one epoch read a second (authenticator.ts).
     await authenticator.sync();
     // Verified from the cache by the rate limiter's key generator, and no invalidation since.
-    if (request.caller && authenticator.isCurrent(request.caller)) return;
+    if (request.caller && authenticator.isCurrent(request.caller)) return admit(request, request.caller);
     request.caller = null;
     const pair = parseBasic(request.headers.authorization);
     if (!pair) throw Errors.unauthenticated();
@@ -52,6 +60,7 @@ export function basicAuthHook(authenticator: Authenticator) {
       alive: () => connected(request),
     });
     if (!caller) throw Errors.unauthenticated();
+    admit(request, caller);
     request.caller = caller;
   };
 }

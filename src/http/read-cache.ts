@@ -61,7 +61,10 @@ export interface ReadCacheOptions {
 function scopeOf(caller: Caller): string {
   return [...caller.memberships.values()]
     .sort((a, b) => (a.accountId < b.accountId ? -1 : 1))
-    .map((m) => `${m.accountId}=${m.roles}${m.installIds ? `:${[...m.installIds].sort().join(',')}` : ''}`)
+    .map(
+      (m) =>
+        `${m.accountId}=${m.roles}${m.installIds ? `:${[...m.installIds].sort().join(',')}` : ''}${m.limit ? `/${[...m.limit].sort().join(',')}` : ''}`,
+    )
     .join(';');
 }
 

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
 import { can, ROLES } from '../../src/auth/access.js';
+import { SCOPE_ACTIONS } from '../../src/auth/credentials.js';
+import { queryRows } from '../../src/db/client.js';
 import { startDnsServer } from '../support/dns-server.js';
 import { factories, type Member } from '../support/factories.js';
 import { ADMIN_TOKEN, basic, buildTestApp, clientFor, type Res } from '../support/harness.js';
@@ -52,6 +55,52 @@ const imported = await w.a.members.owner.client.post(
   certificateFor.body(w.a.domainV.name),
 );
 assert.equal(imported.status, 200, JSON.stringify(imported.body));
+
+// Issue 22: scoped credentials in the table. Of A's owner: `read`; `admin` limited to installV; and
+// one made by an owner of A who has since become a partial member (installV only): never wider than
+// that user. Expired, revoked and IP-refused credentials are 401 everywhere.
+async function scoped(member: Member, body: Record<string, unknown>) {
+  const res = await member.client.post(`/v1/accounts/${w.a.account.id}/credentials`, body);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return { id: res.body.id as string, authorization: basic(res.body.username, res.body.password) };
+}
+const ownerA = w.a.members.owner;
+const readCredential = (await scoped(ownerA, { scope: 'read' })).authorization;
+const installCredential = (await scoped(ownerA, { scope: 'admin', install_ids: [w.a.installV.id] }))
+  .authorization;
+const demoted = await f.user([{ account_id: w.a.account.id, roles: 'owner' }]);
+const partialMakerCredential = (await scoped(demoted, { scope: 'admin' })).authorization;
+const demotion = await t.admin.put(`/admin/v1/users/${demoted.userId}/memberships/${w.a.account.id}`, {
+  roles: 'partial',
+  install_ids: [w.a.installV.id],
+});
+assert.equal(demotion.status, 200, JSON.stringify(demotion.body));
+const expiring = await scoped(ownerA, {
+  scope: 'admin',
+  expires_at: new Date(t.clock.now().getTime() + 60_000).toISOString(),
+});
+const revoked = await scoped(ownerA, { scope: 'admin' });
+assert.equal(
+  (await ownerA.client.delete(`/v1/accounts/${w.a.account.id}/credentials/${revoked.id}`)).status,
+  204,
+);
+const refused = await scoped(ownerA, { scope: 'admin', allowed_cidrs: ['203.0.113.0/24'] });
+t.clock.advance(61_000);
+const deadCredentials = [expiring.authorization, revoked.authorization, refused.authorization];
+
+/** Issue 22: the audit events of one request (by its x-request-id). */
+async function auditOf(res: Res) {
+  const requestId = String(res.headers['x-request-id']);
+  return queryRows<{
+    action: string;
+    status: number | null;
+    account_id: string | null;
+    actor_user_id: string;
+  }>(
+    t.database.db,
+    sql`select action, status, account_id, actor_user_id from audit_events where request_id = ${requestId}`,
+  );
+}
 
 /** Sends the route's request for `target` as `member` (or with a raw Authorization header). */
 async function call(route: ApiRoute, target: Target, as: Member | string | null): Promise<Res> {
@@ -120,12 +169,64 @@ for (const route of API_ROUTES) {
         it(`A1 ${role} can ${op} (${route.ok})`, async () => {
           const res = await call(route, 'allowed', w.a.members[role]);
           assert.equal(res.status, route.ok, JSON.stringify(res.body));
+          // Issue 22: every mutating call that succeeded is in the audit log, once.
+          if (route.method !== 'GET') {
+            const events = await auditOf(res);
+            assert.equal(events.length, 1, `${op}: ${JSON.stringify(events)}`);
+            assert.equal(events[0]?.action, op);
+            assert.equal(events[0]?.status, route.ok);
+            assert.equal(events[0]?.actor_user_id, w.a.members[role].userId);
+            if (route.addressing !== 'none' && route.addressing !== 'user') {
+              assert.equal(events[0]?.account_id, w.a.account.id, `${op}: the account of the event`);
+            }
+          }
         });
       } else {
         it(`G3 ${role} cannot ${op} (403)`, async () => {
-          expectForbidden(await call(route, 'own', w.a.members[role]));
+          const res = await call(route, 'own', w.a.members[role]);
+          expectForbidden(res);
+          // Issue 22: a refused call changed nothing: no audit event.
+          if (route.method !== 'GET') assert.deepEqual(await auditOf(res), []);
         });
       }
+    }
+
+    // Issue 22: scoped credentials.
+    it(`G2 ${op} with an expired, revoked or IP-refused scoped credential is 401`, async () => {
+      for (const authorization of deadCredentials)
+        expectBadCredentials(await call(route, 'own', authorization));
+    });
+    if (route.allowed.includes('owner') && !route.fresh) {
+      const readable = !route.action || SCOPE_ACTIONS.read.has(route.action);
+      if (route.method === 'GET' && readable) {
+        it(`S2 a read-scoped credential of the owner can ${op} (${route.ok})`, async () => {
+          const res = await call(route, 'own', readCredential);
+          assert.equal(res.status, route.ok, JSON.stringify(res.body));
+        });
+      }
+    }
+    if (
+      route.allowed.includes('owner') &&
+      (route.method !== 'GET' || (route.action && !SCOPE_ACTIONS.read.has(route.action)))
+    ) {
+      it(`S2 a read-scoped credential of the owner cannot ${op} (403)`, async () => {
+        const res = await call(route, 'own', readCredential);
+        expectForbidden(res);
+        if (route.method !== 'GET') assert.deepEqual(await auditOf(res), []);
+      });
+    }
+    if (route.addressing === 'site' || route.addressing === 'install') {
+      it(`S2 a credential limited to installV gets 404 on ${op} for another install or its site`, async () => {
+        expectNotFound(await call(route, 'hidden', installCredential));
+      });
+      it(`S3 a credential made by a user now partial gets 404 on ${op} outside that user's installs`, async () => {
+        expectNotFound(await call(route, 'hidden', partialMakerCredential));
+      });
+    }
+    if (!PARTIAL_ROLES.some((role) => route.allowed.includes(role))) {
+      it(`S3 a credential made by a user now partial cannot ${op}, as that user cannot (403)`, async () => {
+        expectForbidden(await call(route, 'own', partialMakerCredential));
+      });
     }
 
     // G4: what a non-member of the addressed account gets.

@@ -46,6 +46,8 @@ export interface World {
     scheduleH: Json;
     reportV: Json;
     reportH: Json;
+    /** Issue 22: a scoped credential of A (made by its owner). */
+    credential: Json;
   };
   b: {
     account: Json;
@@ -56,6 +58,7 @@ export interface World {
     sshKey: Json;
     schedule: Json;
     report: Json;
+    credential: Json;
   };
   /** A valid credential of a user who belongs to no account. */
   stranger: Member;
@@ -73,6 +76,8 @@ export interface World {
   freshSchedule(): Promise<Json>;
   /** A new partial member of A (installV), to change or remove. */
   freshAccountUser(): Promise<Member>;
+  /** Issue 22: a new scoped credential of A (to revoke). */
+  freshCredential(): Promise<Json>;
   /** A new SSH key of `member` (keys belong to users, not accounts). */
   freshSshKey(member: Member): Promise<Json>;
 }
@@ -154,6 +159,13 @@ export async function buildWorld(f: Factories, t: Pick<TestApp, 'clock' | 'runJo
     reportB: await latestReport(ownerB, siteB.id),
   };
 
+  const makeCredential = async (owner: Member, accountId: string) => {
+    const res = await owner.client.post(`/v1/accounts/${accountId}/credentials`, { scope: 'read' });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body;
+  };
+  const credentialA = await makeCredential(ownerA, accountA.id);
+  const credentialB = await makeCredential(ownerB, accountB.id);
   const freshSite = () => f.site(ownerA.client, accountA.id);
   return {
     a: {
@@ -170,6 +182,7 @@ export async function buildWorld(f: Factories, t: Pick<TestApp, 'clock' | 'runJo
       scheduleH,
       reportV: reports.reportV,
       reportH: reports.reportH,
+      credential: credentialA,
     },
     b: {
       account: accountB,
@@ -180,6 +193,7 @@ export async function buildWorld(f: Factories, t: Pick<TestApp, 'clock' | 'runJo
       sshKey: sshKeyB,
       schedule: scheduleB,
       report: reports.reportB,
+      credential: credentialB,
     },
     stranger,
     partialNone,
@@ -190,6 +204,7 @@ export async function buildWorld(f: Factories, t: Pick<TestApp, 'clock' | 'runJo
     freshAccountUser: () =>
       f.user([{ account_id: accountA.id, roles: 'partial', install_ids: [installV.id] }]),
     freshSshKey: addSshKey,
+    freshCredential: () => makeCredential(ownerA, accountA.id),
     freshSchedule: () => reportSchedule(ownerA, siteV.id, new Date(t.clock.now().getTime() + 86_400_000)),
   };
 }
@@ -217,9 +232,11 @@ export interface Resources {
   /** A report schedule and a report (their `uuid`s), of `site`. */
   schedule: { uuid: string };
   report: { uuid: string };
+  /** Issue 22: a scoped credential of `account`. */
+  credential: { id: string };
 }
 
-export type Fresh = 'site' | 'install' | 'domain' | 'accountUser' | 'sshKey' | 'schedule';
+export type Fresh = 'site' | 'install' | 'domain' | 'accountUser' | 'sshKey' | 'schedule' | 'credential';
 
 /** `caller`: who sends the request (fresh SSH keys are made for it). */
 export async function resourcesFor(
@@ -228,7 +245,11 @@ export async function resourcesFor(
   fresh?: Fresh,
   caller?: Member,
 ): Promise<Resources> {
-  const users = { accountUser: { id: w.a.members.partial.userId }, sshKey: { id: randomUUID() } };
+  const users = {
+    accountUser: { id: w.a.members.partial.userId },
+    sshKey: { id: randomUUID() },
+    credential: { id: w.a.credential.id as string },
+  };
   const own = {
     account: w.a.account,
     site: w.a.siteV,
@@ -253,6 +274,7 @@ export async function resourcesFor(
         return { ...own, sshKey: { id: (await w.freshSshKey(caller)).uuid } };
       }
       if (fresh === 'schedule') return { ...own, schedule: await w.freshSchedule() };
+      if (fresh === 'credential') return { ...own, credential: await w.freshCredential() };
       return own;
     case 'own':
       return own;
@@ -277,6 +299,7 @@ export async function resourcesFor(
         sshKey: { id: w.b.sshKey.uuid },
         schedule: w.b.schedule,
         report: w.b.report,
+        credential: w.b.credential,
       };
     case 'missing':
       return {
@@ -288,6 +311,7 @@ export async function resourcesFor(
         sshKey: { id: randomUUID() },
         schedule: { uuid: randomUUID() },
         report: { uuid: randomUUID() },
+        credential: { id: randomUUID() },
       };
   }
 }
@@ -1039,6 +1063,59 @@ export const ROUTES: readonly SecuredRoute[] = [
 
   // The rest of the platform's surface (issue 13).
   ...surfaceRoutes(),
+
+  // Issue 22: scoped credentials and the audit log (owners only).
+  api({
+    method: 'GET',
+    path: '/v1/accounts/:account_id/credentials',
+    operationId: 'listCredentials',
+    action: 'credentials:manage',
+    allowed: ['owner'],
+    addressing: 'account',
+    ok: 200,
+    request: (r) => ({ url: `/v1/accounts/${r.account.id}/credentials` }),
+  }),
+  api({
+    method: 'POST',
+    path: '/v1/accounts/:account_id/credentials',
+    operationId: 'createCredential',
+    action: 'credentials:manage',
+    allowed: ['owner'],
+    addressing: 'account',
+    ok: 201,
+    request: (r) => ({ url: `/v1/accounts/${r.account.id}/credentials`, body: { scope: 'read' } }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/accounts/:account_id/credentials/:credential_id',
+    operationId: 'getCredential',
+    action: 'credentials:manage',
+    allowed: ['owner'],
+    addressing: 'account',
+    ok: 200,
+    request: (r) => ({ url: `/v1/accounts/${r.account.id}/credentials/${r.credential.id}` }),
+  }),
+  api({
+    method: 'DELETE',
+    path: '/v1/accounts/:account_id/credentials/:credential_id',
+    operationId: 'revokeCredential',
+    action: 'credentials:manage',
+    allowed: ['owner'],
+    addressing: 'account',
+    ok: 204,
+    fresh: 'credential',
+    request: (r) => ({ url: `/v1/accounts/${r.account.id}/credentials/${r.credential.id}` }),
+  }),
+  api({
+    method: 'GET',
+    path: '/v1/accounts/:account_id/audit_events',
+    operationId: 'listAuditEvents',
+    action: 'audit:read',
+    allowed: ['owner'],
+    addressing: 'account',
+    ok: 200,
+    request: (r) => ({ url: `/v1/accounts/${r.account.id}/audit_events` }),
+  }),
 
   // Operators (Bearer token).
   admin('POST', '/admin/v1/accounts', 'adminCreateAccount'),

@@ -56,6 +56,10 @@ export const EXTENSIONS: readonly string[] = [
   'GET /v1/site_reports',
   'GET /v1/site_reports/sections',
   'ANY /v1/site_reports/schedules*',
+  // Issue 22: scoped credentials and the audit log of an account (their shapes are asserted in
+  // test/api/credentials.test.ts and test/api/audit.test.ts).
+  'ANY /v1/accounts/{}/credentials*',
+  'GET /v1/accounts/{}/audit_events',
 ];
 
 /** Statuses an operation answers that the document does not list, with the reason (none yet). */

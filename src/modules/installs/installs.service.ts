@@ -165,7 +165,7 @@ export function createInstallsService({
           `Account ${input.account_id} does not exist or is not accessible`,
         );
       }
-      if (!can(membership.roles, 'installs:create')) throw Errors.forbidden();
+      if (!can(membership, 'installs:create')) throw Errors.forbidden();
       return insert(input, true);
     },
 

@@ -61,3 +61,24 @@ export async function outboxBacklog(db: Db): Promise<OutboxBacklog> {
   );
   return row ?? { pending: 0, oldest_seconds: 0 };
 }
+
+export interface AuditBacklog {
+  unfinished: number;
+  oldest_seconds: number;
+}
+
+/**
+ * Issue 22: audit events whose call never answered (status null, older than a minute: the process
+ * ended mid-call), and the age of the oldest event (the 13-month sweep keeps it under ~396 days).
+ * Both use the occurred_at index.
+ */
+export async function auditBacklog(db: Db): Promise<AuditBacklog> {
+  const [row] = await queryRows<AuditBacklog>(
+    db,
+    sql`select (select count(*)::int from audit_events
+                 where status is null and occurred_at < now() - interval '1 minute') as unfinished,
+          greatest(0, coalesce(extract(epoch from now() - (select min(occurred_at) from audit_events)), 0))::float8
+            as oldest_seconds`,
+  );
+  return row ?? { unfinished: 0, oldest_seconds: 0 };
+}

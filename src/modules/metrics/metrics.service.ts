@@ -22,6 +22,14 @@ export type DatabaseErrorKind = 'unavailable' | 'query' | 'connection';
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const JOB_SECONDS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
 
+/** What a credential gate counted (auth/credentials.ts `stats()`). */
+export interface CredentialCounts {
+  refusedExpired: number;
+  refusedAddress: number;
+  usageFlushes: number;
+  usageFlushFailures: number;
+}
+
 /** What an authenticator counted (auth/authenticator.ts `stats()`). */
 export interface AuthCounts {
   hashes: number;
@@ -95,6 +103,13 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     registers,
   });
   for (const outcome of ['replayed', 'mismatch', 'in_use']) idempotency.inc({ outcome }, 0);
+  const auditEvents = new Counter({
+    name: 'hostplane_audit_events_total',
+    help: 'Mutating calls seen by the audit log: recorded (answered 2xx/3xx), discarded (an error answer or an Idempotency-Key replay: nothing changed), failed (the outcome could not be written; the attempt stays with a null status)',
+    labelNames: ['outcome'],
+    registers,
+  });
+  for (const outcome of ['recorded', 'discarded', 'failed']) auditEvents.inc({ outcome }, 0);
   const scrapeErrors = new Counter({
     name: 'hostplane_metrics_query_errors_total',
     help: 'Scrapes whose database gauges could not be read (error or timeout); those gauges are then absent',
@@ -120,6 +135,14 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
   const operations = gauge('hostplane_operations', 'Operations by type and status', ['type', 'status']);
   const outboxPending = gauge('hostplane_outbox_pending_messages', 'Mail messages not yet sent');
   const outboxOldest = gauge('hostplane_outbox_oldest_pending_seconds', 'Age of the oldest unsent message');
+  const auditUnfinished = gauge(
+    'hostplane_audit_events_unfinished',
+    'Audit events older than a minute whose call never answered (status null: a process ended mid-call)',
+  );
+  const auditOldest = gauge(
+    'hostplane_audit_oldest_event_seconds',
+    'Age of the oldest audit event (kept 13 months: above ~34.3e6 s the sweep is behind)',
+  );
   const dbGauges = [
     queueWaiting,
     queueActive,
@@ -128,6 +151,8 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     operations,
     outboxPending,
     outboxOldest,
+    auditUnfinished,
+    auditOldest,
   ];
 
   // Pool use, read from the pools themselves when scraped. PGlite is one in-process connection.
@@ -207,6 +232,29 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     },
   });
 
+  // Issue 22: scoped credentials, read at scrape time from the gates this process serves.
+  const credentialSources: (() => CredentialCounts)[] = [];
+  const credentialTotal = (field: keyof CredentialCounts) =>
+    credentialSources.reduce((sum, read) => sum + read()[field], 0);
+  sourcedCounter(
+    'hostplane_scoped_credential_refused_total',
+    'Requests with a scoped credential whose secret matched but that were refused (401): expired, or from an address outside its allow-list',
+    ['reason'],
+    () => [
+      [{ reason: 'expired' }, credentialTotal('refusedExpired')],
+      [{ reason: 'address' }, credentialTotal('refusedAddress')],
+    ],
+  );
+  sourcedCounter(
+    'hostplane_scoped_credential_usage_writes_total',
+    "Write-behind batches of scoped credentials' last_used_at/last_used_ip: ok or failed",
+    ['outcome'],
+    () => [
+      [{ outcome: 'ok' }, credentialTotal('usageFlushes')],
+      [{ outcome: 'failed' }, credentialTotal('usageFlushFailures')],
+    ],
+  );
+
   /** Counts a database error (a no-op for anything else); answers whether it was one. */
   function databaseError(err: unknown): boolean {
     const kind = isDatabaseUnavailable(err) ? 'unavailable' : sqlState(err) ? 'query' : null;
@@ -215,10 +263,11 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
   }
 
   async function readDatabaseGauges() {
-    const [queues, ops, outbox] = await Promise.all([
+    const [queues, ops, outbox, audit] = await Promise.all([
       repo.queueStats(database.db),
       repo.operationCounts(database.db),
       repo.outboxBacklog(database.db),
+      repo.auditBacklog(database.db),
     ]);
     for (const g of dbGauges) g.reset();
     const byQueue = new Map(queues.map((q) => [q.queue, q]));
@@ -232,6 +281,8 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     for (const o of ops) operations.set({ type: o.type, status: o.status }, o.n);
     outboxPending.set(outbox.pending);
     outboxOldest.set(Number(outbox.oldest_seconds));
+    auditUnfinished.set(audit.unfinished);
+    auditOldest.set(Number(audit.oldest_seconds));
   }
 
   return {
@@ -273,6 +324,12 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     databaseError,
     /** Issue 22: a request with an Idempotency-Key that was replayed, refused (422) or in use (409). */
     idempotency: (outcome: 'replayed' | 'mismatch' | 'in_use') => idempotency.inc({ outcome }),
+    /** Issue 22: what the audit hooks did with a mutating call. */
+    audit: (outcome: 'recorded' | 'discarded' | 'failed') => auditEvents.inc({ outcome }),
+    /** Issue 22: scoped credentials' refusals and last-use writes (auth/credentials.ts `stats`). */
+    observeCredentials(stats: () => CredentialCounts) {
+      credentialSources.push(stats);
+    },
     /** A pooled connection broke (the pool's error event). */
     connectionError: () => dbErrors.inc({ kind: 'connection' }),
   };

@@ -76,7 +76,7 @@ export function createSiteTransfersService(deps: SiteTransfersDeps) {
         `Account ${destinationId} does not exist or is not accessible`,
       );
     }
-    if (!can(destination.roles, 'transfers:manage')) throw Errors.forbidden();
+    if (!can(destination, 'transfers:manage')) throw Errors.forbidden();
     if (destinationId === originAccountId) {
       throw unprocessable(
         'destination_account_id',

@@ -75,7 +75,7 @@ export function createSitesService({ db, accounts }: SitesDeps) {
     if (!site || !membership) throw Errors.notFound();
     const [full] = await withInstalls(caller, [site]);
     if (!full || (membership.installIds !== null && full.installs.length === 0)) throw Errors.notFound();
-    if (!can(membership.roles, action)) throw Errors.forbidden();
+    if (!can(membership, action)) throw Errors.forbidden();
     return full;
   }
 
@@ -109,7 +109,7 @@ export function createSitesService({ db, accounts }: SitesDeps) {
           `Account ${input.account_id} does not exist or is not accessible`,
         );
       }
-      if (!can(membership.roles, 'sites:create')) throw Errors.forbidden();
+      if (!can(membership, 'sites:create')) throw Errors.forbidden();
       return insert(input);
     },
 

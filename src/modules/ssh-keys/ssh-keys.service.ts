@@ -12,6 +12,8 @@ export function createSshKeysService({ db, clock }: { db: Db; clock: Clock }) {
     list: (caller: Caller, page: Page) => repo.listKeys(db, caller.userId, page),
 
     async create(caller: Caller, publicKey: string) {
+      // Issue 22: a scoped credential acts on one account, never on its maker's own keys.
+      if (caller.credential) throw Errors.forbidden();
       let key: ReturnType<typeof parseSshPublicKey>;
       try {
         key = parseSshPublicKey(publicKey);
@@ -41,6 +43,7 @@ export function createSshKeysService({ db, clock }: { db: Db; clock: Clock }) {
 
     /** 404 for a key of another user, like an unknown one (G4). */
     async remove(caller: Caller, id: string) {
+      if (caller.credential) throw Errors.forbidden();
       if (!(await repo.deleteKey(db, caller.userId, id))) throw Errors.notFound();
     },
   };

@@ -35,6 +35,9 @@ export async function managerRole(tx: Db, caller: Caller, accountId: string): Pr
   const roles = await repo.roleOf(tx, accountId, caller.userId);
   if (!roles) throw Errors.notFound();
   if (!can(roles, 'users:manage')) throw Errors.forbidden();
+  // Issue 22: through a scoped credential, its scope must allow it too.
+  const limit = caller.memberships.get(accountId)?.limit;
+  if (limit && !limit.has('users:manage')) throw Errors.forbidden();
   return roles;
 }
 
