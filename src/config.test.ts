@@ -234,8 +234,15 @@ describe('loadConfig', () => {
     });
     assert.deepEqual(
       loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', HOSTING_HTTP_PORT: '8080' }).driver.local?.web,
-      { httpPort: 8080 },
+      { httpPort: 8080, httpsPort: 443 },
     );
+    assert.deepEqual(
+      loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', HOSTING_HTTPS_PORT: '8443' }).driver.local?.web,
+      { httpPort: 80, httpsPort: 8443 },
+    );
+    assert.deepEqual(problemsOf({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', HOSTING_HTTPS_PORT: '0' }), [
+      'HOSTING_HTTPS_PORT must be an integer from 1 to 65535 (got "0")',
+    ]);
     assert.equal(loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on' }).driver.local?.web?.httpPort, 80);
     assert.deepEqual(
       problemsOf({ HOSTING_DRIVER: 'local', MARIADB_URL: 'postgres://x', LOCAL_MAX_HEAVY_OPERATIONS: '0' }),

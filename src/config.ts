@@ -169,9 +169,10 @@ export interface LocalDriverConfig {
   readonly maxHeavyOperations: number;
   /**
    * `LOCAL_WEB`, default `off`; `on` (issue 21): nginx, PHP-FPM and WordPress (Debian's packages) serve
-   * the installs, on `HOSTING_HTTP_PORT` (default 80). Null when off.
+   * the installs, on `HOSTING_HTTP_PORT` (default 80) and, for the names a certificate of the install
+   * covers, on `HOSTING_HTTPS_PORT` (default 443). Null when off.
    */
-  readonly web: { readonly httpPort: number } | null;
+  readonly web: { readonly httpPort: number; readonly httpsPort: number } | null;
 }
 
 export interface DbBudgetConfig {
@@ -212,6 +213,7 @@ export const DEFAULT_SIMULATED_DURATIONS: Readonly<Record<DriverOperation, numbe
   purge_cache: 1,
   move_site: 10,
   issue_certificate: 5,
+  apply_routing: 0,
   deprovision: 0,
 };
 
@@ -369,7 +371,10 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
     maxHeavyOperations: intVar(env, 'LOCAL_MAX_HEAVY_OPERATIONS', 2, 1, 64, problems),
     web:
       enumVar(env, 'LOCAL_WEB', ['off', 'on'] as const, 'off', problems) === 'on'
-        ? Object.freeze({ httpPort: intVar(env, 'HOSTING_HTTP_PORT', 80, 1, 65535, problems) })
+        ? Object.freeze({
+            httpPort: intVar(env, 'HOSTING_HTTP_PORT', 80, 1, 65535, problems),
+            httpsPort: intVar(env, 'HOSTING_HTTPS_PORT', 443, 1, 65535, problems),
+          })
         : null,
   });
   return Object.freeze({ kind, durations, local });

@@ -48,6 +48,7 @@ import { createOffloadService } from './modules/offload/offload.service.js';
 import { createOperationRecords, createOperationsService } from './modules/operations/operations.service.js';
 import { createReportJobs } from './modules/reports/reports.jobs.js';
 import { createReportsService } from './modules/reports/reports.service.js';
+import { createRoutingJob, createRoutingRequests } from './modules/routing/routing.service.js';
 import { createSiteTransferJobs } from './modules/site-transfers/site-transfers.jobs.js';
 import { createSiteTransfersService } from './modules/site-transfers/site-transfers.service.js';
 import { createSitesService } from './modules/sites/sites.service.js';
@@ -127,10 +128,28 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   // Domain records show the SSL status certificates give them, and certificates check domains: the
   // status part of certificates needs no domains, so it comes first.
   const { sslStatusOf } = createCertificateCoverage({ db, clock });
-  const domains = createDomainsService({ db, clock, installs, resolver, installDomain, sslStatusOf });
+  // Issue 21: domain and certificate changes start the install's apply_routing operation.
+  const requestRouting = createRoutingRequests({ operations: operationRecords, driver: hosting });
+  const domains = createDomainsService({
+    db,
+    clock,
+    installs,
+    resolver,
+    installDomain,
+    sslStatusOf,
+    requestRouting,
+  });
   const secretBox = createSecretBox(secretKey, config.secretKeyOld);
   const trustedRoots = trustedRootsWith(extraTrustedRoots(config.extraCaCertsFile));
-  const certificates = createCertificatesService({ db, clock, installs, domains, secretBox, trustedRoots });
+  const certificates = createCertificatesService({
+    db,
+    clock,
+    installs,
+    domains,
+    secretBox,
+    trustedRoots,
+    requestRouting,
+  });
   // Issue 13: domain status reports (checkStatus), a job of their own.
   const statusDeps = {
     db,
@@ -150,7 +169,20 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     certificates,
     driver: hosting,
   });
-  const installJobs = createInstallJobs({ operations, installs, driver: hosting });
+  const installJobs = createInstallJobs({
+    operations,
+    installs,
+    driver: hosting,
+    routeProvisioned: domains.routeProvisioned,
+  });
+  const routingJob = createRoutingJob({
+    installs,
+    domains,
+    certificates,
+    operations,
+    driver: hosting,
+    installDomain,
+  });
   const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting });
   const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock });
   const cacheJobs = createCacheJobs({ operations, driver: hosting });
@@ -191,6 +223,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     // Issue 13.
     'domain-status-check': domainStatusJobs.check,
     order_certificate: certificateOrders.job,
+    apply_routing: routingJob,
   };
   /** Due work (jobs/due.ts): the sweeper of workers, and the admin clock after a move. */
   const due = { sweep: () => sweepDue(db, queue, clock), next: () => nextDue(db) };
@@ -272,7 +305,7 @@ function configuredDriver({
     mariadb: createMariaDb(local.mariadbUrl),
     hostingRoot: local.hostingRoot,
     maxHeavy: local.maxHeavyOperations,
-    web: local.web && { httpPort: local.web.httpPort, installDomain: config.installDomain },
+    web: local.web && { ...local.web, installDomain: config.installDomain },
     issueCertificate: simulated.issueCertificate,
     ...(config.faultsEnabled && {
       midway: (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal),

@@ -15,6 +15,7 @@ export const DRIVER_OPERATIONS = [
   'purge_cache',
   'move_site',
   'issue_certificate',
+  'apply_routing',
   'deprovision',
 ] as const;
 export type DriverOperation = (typeof DRIVER_OPERATIONS)[number];
@@ -63,6 +64,36 @@ export interface CopyRequest {
   db_tables: string[] | null;
 }
 
+/** One domain of an install as the web server routes it (D1-D6). */
+export interface RoutedDomain {
+  /** A normalised domain name (domain-name.ts); `*.` only as a whole first label. */
+  name: string;
+  /** D4: the primary domain serves the site and WordPress's home/siteurl follow it. */
+  primary: boolean;
+  /** D5: the name of the domain this one answers 301 to (path kept), or null: it serves the site. */
+  redirect_to: string | null;
+}
+
+/** A certificate of an install (L1-L2, or an order's), with its key in clear: never stored by a caller. */
+export interface RoutedCertificate {
+  /** The install's names it is served for (by SNI): those of its domains it covers. */
+  names: string[];
+  chain_pem: string;
+  key_pem: string;
+}
+
+/**
+ * Everything the web server needs to route an install's traffic: the whole current state, so one call
+ * rebuilds it (idempotent) whatever changed.
+ */
+export interface RoutingRequest {
+  install: InstallRef;
+  /** The install's cname, `<name>.<INSTALL_DOMAIN>`: always served. */
+  default_name: string;
+  domains: RoutedDomain[];
+  certificates: RoutedCertificate[];
+}
+
 export interface HostingDriver {
   /** `simulated`, or the name of a real platform's driver. */
   readonly name: string;
@@ -99,6 +130,11 @@ export interface HostingDriver {
     ctx: CallContext,
     input: { install: InstallRef; names: string[] },
   ): Promise<DriverResult<{ chain_pem: string; key_pem: string }>>;
+  /**
+   * Issue 21: serves the install's default name, its domains (the primary, the redirects) and its
+   * certificates as `input` says, replacing whatever was served for it before. Answers the names served.
+   */
+  applyRouting(ctx: CallContext, input: RoutingRequest): Promise<DriverResult<{ names: string[] }>>;
   /** On install delete: removes what the platform holds for the install (files, database, backups). */
   deprovision(ctx: CallContext, install: InstallRef): Promise<DriverResult<Record<string, never>>>;
   /** Releases what the driver holds open (connections); optional. */

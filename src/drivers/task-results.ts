@@ -34,6 +34,7 @@ export const TASK_RESULTS = {
   purge_cache: Nothing,
   move_site: Nothing,
   issue_certificate: Type.Object({ chain_pem: Type.String(), key_pem: Type.String() }),
+  apply_routing: Type.Object({ names: Type.Array(Type.String()) }),
   deprovision: Nothing,
 } as const satisfies Record<DriverOperation, TSchema>;
 

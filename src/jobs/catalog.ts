@@ -85,6 +85,11 @@ export const JOBS = {
   purge_cache: { ...operationStep, retryLimit: 2 },
   /** Issue 13: createDomainCertificateOrder, fulfilled by the driver's CA. */
   order_certificate: operationStep,
+  /**
+   * Issue 21: an install's routing (domains, redirects, certificates) applied by the driver. Coalesced
+   * by the operations table (a change while one is queued joins it: operations.startCoalesced).
+   */
+  apply_routing: operationStep,
   /** T9-T11: in_progress, the driver's move_site, then the move in one transaction. */
   transfer_site: operationStep,
   /**

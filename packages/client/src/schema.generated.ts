@@ -5491,7 +5491,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -5693,7 +5693,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -5823,7 +5823,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "transfer_site";
+                            type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
                             /** @enum {string} */
                             status: "queued" | "in_progress" | "completed" | "failed";
                             resource: {
@@ -5974,7 +5974,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -6679,7 +6679,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -8381,7 +8381,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -15075,7 +15075,7 @@ export interface operations {
                      * @description The driver operation
                      * @enum {string}
                      */
-                    operation: "provision" | "copy" | "backup" | "restore" | "measure_disk" | "purge_cache" | "move_site" | "issue_certificate" | "deprovision";
+                    operation: "provision" | "copy" | "backup" | "restore" | "measure_disk" | "purge_cache" | "move_site" | "issue_certificate" | "apply_routing" | "deprovision";
                     /** @description How many of the next calls; 0 clears */
                     count: number;
                     /** @enum {string} */

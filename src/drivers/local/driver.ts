@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import type { SecretBox } from '../../secrets.js';
-import type { CallContext, DriverOperation, HostingDriver, InstallRef } from '../driver.js';
+import type { CallContext, DriverOperation, HostingDriver, InstallRef, RoutingRequest } from '../driver.js';
 import { backupOperations } from './backups.js';
 import type { LocalContext } from './context.js';
 import { copyOperations } from './copies.js';
@@ -43,6 +43,7 @@ const ESTIMATES: Record<DriverOperation, number> = {
   purge_cache: 1,
   move_site: 1,
   issue_certificate: 5,
+  apply_routing: 2,
   deprovision: 5,
 };
 
@@ -107,6 +108,12 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
 
     issueCertificate: (call: CallContext, input: { install: InstallRef; names: string[] }) =>
       deps.issueCertificate(call, input),
+
+    // Issue 21: with LOCAL_WEB=on nginx serves the routing; without a web tier there is nothing to route.
+    applyRouting: (call: CallContext, input: RoutingRequest) =>
+      once('apply_routing', call, [input.install.id], async () =>
+        ctx.web ? ctx.web.applyRouting(input, call.signal) : { names: [] },
+      ),
 
     close: () => mariadb.close(),
 

@@ -31,6 +31,13 @@ export interface InstallPaths {
   cache: string;
   /** Backups of this install: HOSTING_ROOT/backups/hp_<hex>/<key>. */
   backups: string;
+  /**
+   * Issue 21: HTTP-01 answers (ACME), served by nginx at /.well-known/acme-challenge/ on every name
+   * of the install over HTTP, never redirected. Owned by root, readable by nginx.
+   */
+  challenges: string;
+  /** Issue 21: the install's certificates and keys (0600, root's): not readable by its PHP user. */
+  tls: string;
 }
 
 export function pathsOf(hostingRoot: string, installId: string): InstallPaths {
@@ -42,6 +49,8 @@ export function pathsOf(hostingRoot: string, installId: string): InstallPaths {
     private: path.join(root, 'private'),
     cache: path.join(root, 'cache'),
     backups: path.join(hostingRoot, 'backups', slug),
+    challenges: path.join(root, 'acme-challenge'),
+    tls: path.join(root, 'tls'),
   };
 }
 
@@ -71,6 +80,11 @@ export function hostName(name: string): string {
   return name;
 }
 
+/** A name in an nginx `server_name`: a host name, or a wildcard `*.` followed by one. */
+export function serverName(name: string): string {
+  return name.startsWith('*.') ? `*.${hostName(name.slice(2))}` : hostName(name);
+}
+
 /** A path written into nginx or PHP-FPM configuration: absolute, and only characters neither quotes. */
 export function configPath(p: string): string {
   if (!/^\/[A-Za-z0-9/._+-]*$/.test(p) || p.includes('/../'))
@@ -95,6 +109,8 @@ export function webPaths(hostingRoot: string) {
     nginxPid: path.join(root, 'run', 'nginx.pid'),
     fpmPid: path.join(root, 'run', 'php-fpm.pid'),
     installer: path.join(root, 'wp-install.php'),
+    /** Sets an install's home and siteurl (issue 21 routing: they follow the primary domain). */
+    siteUrl: path.join(root, 'wp-siteurl.php'),
   };
 }
 

@@ -1,13 +1,14 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '../../db/client.js';
-import type { InstallRef } from '../driver.js';
+import type { InstallRef, RoutingRequest } from '../driver.js';
 import type { MariaDb } from './database.js';
 import * as files from './files.js';
 import * as repo from './local.repo.js';
-import { hostName, installSlug, pathsOf, systemUser, webPaths } from './names.js';
+import { hostName, installSlug, pathsOf, serverName, systemUser, webPaths } from './names.js';
 import { createPhpFpm } from './php-fpm.js';
-import { createWebServer } from './webserver.js';
+import { createWebServer, type ServerBlock } from './webserver.js';
 import * as wordpress from './wordpress.js';
 
 /**
@@ -20,15 +21,84 @@ import * as wordpress from './wordpress.js';
 export interface WebConfig {
   /** HOSTING_HTTP_PORT. */
   httpPort: number;
+  /** HOSTING_HTTPS_PORT. */
+  httpsPort: number;
   /** INSTALL_DOMAIN: an install's default name is `<name>.<INSTALL_DOMAIN>`. */
   installDomain: string;
 }
 
 export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: MariaDb }, config: WebConfig) {
   const paths = webPaths(ctx.hostingRoot);
-  const nginx = createWebServer(paths, config.httpPort);
+  const nginx = createWebServer(paths, { http: config.httpPort, https: config.httpsPort });
   const fpm = createPhpFpm(paths);
   const socketOf = (slug: string) => path.join(paths.run, `${slug}.sock`);
+  const origin = (scheme: 'http' | 'https', name: string) => {
+    const port = scheme === 'http' ? config.httpPort : config.httpsPort;
+    return `${scheme}://${name}${port === (scheme === 'http' ? 80 : 443) ? '' : `:${port}`}`;
+  };
+
+  /**
+   * The install's server blocks from the whole routing state (issue 21): the site on its default name
+   * and every domain without a redirect, each redirecting domain answering 301 to its target (https
+   * when a certificate covers the target), each certificate written (0600, root's, under the
+   * install's tls/) and served for its names. Answers what it served and the site's URL (the primary
+   * domain's, else the default name's; https when a certificate covers it).
+   */
+  async function routingBlock(install: InstallRef, routing: Omit<RoutingRequest, 'install'>) {
+    const slug = installSlug(install.id);
+    const dirs = pathsOf(ctx.hostingRoot, install.id);
+    const defaultName = hostName(routing.default_name);
+    // Each name once, checked again before it reaches a file (the API refused the others already).
+    const domains = routing.domains.filter((d) => serverName(d.name) !== defaultName);
+    const served = [defaultName, ...domains.filter((d) => d.redirect_to === null).map((d) => d.name)];
+    const certOf = new Map<string, { certificate: string; key: string }>();
+    const tls: NonNullable<ServerBlock['tls']> = [];
+    const wanted = new Set<string>();
+    await fs.mkdir(dirs.tls, { recursive: true, mode: 0o700 });
+    await fs.chmod(dirs.tls, 0o700);
+    for (const cert of routing.certificates) {
+      // A name is served with the first certificate given for it (the newest).
+      const names = cert.names.filter(
+        (n) => !certOf.has(n) && (n === defaultName || domains.some((d) => d.name === n)),
+      );
+      if (names.length === 0) continue;
+      const id = createHash('sha256').update(cert.chain_pem).update(cert.key_pem).digest('hex').slice(0, 32);
+      const files = { certificate: path.join(dirs.tls, `${id}.crt`), key: path.join(dirs.tls, `${id}.key`) };
+      await writeSecret(files.certificate, cert.chain_pem);
+      await writeSecret(files.key, cert.key_pem);
+      wanted.add(`${id}.crt`).add(`${id}.key`);
+      for (const n of names) certOf.set(n, files);
+      tls.push({ names: names.map(serverName), ...files });
+    }
+    const urlOf = (name: string) => origin(certOf.has(name) ? 'https' : 'http', name);
+    const byTarget = new Map<string, string[]>();
+    for (const d of domains) {
+      if (d.redirect_to === null) continue;
+      const target = urlOf(d.redirect_to);
+      byTarget.set(target, [...(byTarget.get(target) ?? []), d.name]);
+    }
+    await fs.mkdir(dirs.challenges, { recursive: true });
+    await fs.chmod(dirs.challenges, 0o755);
+    const primary = domains.find((d) => d.primary && d.redirect_to === null);
+    const block: ServerBlock = {
+      slug,
+      names: served.map(serverName),
+      documentRoot: dirs.public,
+      socket: socketOf(slug),
+      challenges: dirs.challenges,
+      redirects: [...byTarget].map(([target, names]) => ({ target, names })),
+      tls,
+    };
+    const names = [...served, ...domains.filter((d) => d.redirect_to !== null).map((d) => d.name)];
+    return { block, names, wanted, url: urlOf(primary?.name ?? defaultName) };
+  }
+
+  /** Certificates no server block names any more (replaced, or their domains gone). */
+  async function removeStaleCertificates(installId: string, wanted: Set<string>) {
+    const { tls } = pathsOf(ctx.hostingRoot, installId);
+    for (const name of await fs.readdir(tls).catch(() => [] as string[]))
+      if (!wanted.has(name)) await fs.rm(path.join(tls, name), { force: true });
+  }
 
   return {
     paths,
@@ -76,8 +146,32 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
         signal,
       });
       await fpm.put({ slug, user, socket: socketOf(slug), dirs: [dirs.public, dirs.private], tmp }, signal);
-      await nginx.put({ slug, names: [cname], documentRoot: dirs.public, socket: socketOf(slug) }, signal);
+      // The default name only: the install's domains and certificates follow (apply_routing).
+      const { block } = await routingBlock(install, { default_name: cname, domains: [], certificates: [] });
+      await nginx.put(block, signal);
       return { php_version: await wordpress.phpVersion(signal) };
+    },
+
+    /**
+     * Issue 21 (D1-D7, L1-L2): the install's server blocks rebuilt from the whole routing state
+     * (checked by `nginx -t`, swapped in, reloaded), then WordPress's home and siteurl set to the
+     * site's URL. Safe to run again; a failed check changes nothing that is served.
+     */
+    async applyRouting(routing: RoutingRequest, signal: AbortSignal): Promise<{ names: string[] }> {
+      const { install } = routing;
+      const { block, names, wanted, url } = await routingBlock(install, routing);
+      await nginx.put(block, signal);
+      await removeStaleCertificates(install.id, wanted);
+      const dirs = pathsOf(ctx.hostingRoot, install.id);
+      if (await files.exists(path.join(dirs.public, 'wp-config.php')))
+        await wordpress.setSiteUrl({
+          documentRoot: dirs.public,
+          script: paths.siteUrl,
+          user: systemUser(install.id),
+          url,
+          signal,
+        });
+      return { names };
     },
 
     /**
@@ -105,3 +199,11 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
 }
 
 export type WebTier = ReturnType<typeof createWebTier>;
+
+/** A certificate or key: written whole (temp file, rename), mode 0600, readable by root only. */
+async function writeSecret(file: string, text: string) {
+  const temp = `${file}.tmp`;
+  await fs.writeFile(temp, text, { mode: 0o600 });
+  await fs.chmod(temp, 0o600);
+  await fs.rename(temp, file);
+}

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as files from './files.js';
-import { configPath, hostName, type WebPaths } from './names.js';
+import { configPath, serverName, type WebPaths } from './names.js';
 import { run, TOOL_ENV } from './run.js';
 import { livePid, reloadOrStart } from './supervise.js';
 
@@ -23,9 +23,24 @@ export interface ServerBlock {
   names: string[];
   documentRoot: string;
   socket: string;
+  /** Issue 21 (routing): the install's ACME HTTP-01 directory, served on every name over HTTP. */
+  challenges?: string;
+  /** Issue 21 (D5): names that answer 301 to `target` (an origin: scheme, host, port), path kept. */
+  redirects?: { names: string[]; target: string }[];
+  /** Issue 21 (L1-L2): names served over HTTPS (SNI) with a certificate and key (file paths). */
+  tls?: { names: string[]; certificate: string; key: string }[];
 }
 
-function mainConf(paths: WebPaths, sitesDir: string, httpPort: number) {
+/** HOSTING_HTTP_PORT and HOSTING_HTTPS_PORT. */
+export interface WebPorts {
+  http: number;
+  https: number;
+}
+
+/** What marks a server block file that listens for TLS (the main file then has a TLS default server). */
+const tlsListen = (httpsPort: number) => `listen ${httpsPort} ssl;`;
+
+function mainConf(paths: WebPaths, sitesDir: string, httpPort: number, httpsPort: number | null) {
   const t = paths.tmp;
   return `# Written by Hostplane (local driver, web tier): do not edit, it is rewritten.
 ${process.getuid?.() === 0 ? 'user www-data;\n' : ''}worker_processes 1;
@@ -50,22 +65,84 @@ http {
     server_name _;
     return 444;
   }
-  include ${sitesDir}/*.conf;
+${httpsPort === null ? '' : tlsDefault(httpsPort)}  include ${sitesDir}/*.conf;
 }
 `;
 }
 
-/** One install's server block: every value in it is a validated name or path (names.ts). */
-export function serverBlock(block: ServerBlock, httpPort: number, logs: string): string {
-  const names = block.names.map(hostName).join(' ');
+/** A name no certificate of an install covers: the TLS handshake is refused (no certificate shown). */
+const tlsDefault = (httpsPort: number) => `  server {
+    listen ${httpsPort} ssl default_server;
+    server_name _;
+    ssl_reject_handshake on;
+  }
+`;
+
+/** The ACME HTTP-01 answers: before any other location (`^~`), never redirected. */
+const challengeLocation = (dir: string | undefined) =>
+  dir === undefined
+    ? ''
+    : `  location ^~ /.well-known/acme-challenge/ {
+    alias ${configPath(dir)}/;
+    default_type text/plain;
+  }
+`;
+
+/** What opens a server: where it listens, its names, its certificate (every value checked). */
+function serverHead(listen: string, names: string[], tls?: { certificate: string; key: string }) {
+  const head = `server {
+  ${listen}
+  server_name ${names.map(serverName).join(' ')};
+`;
+  if (!tls) return head;
+  return `${head}  ssl_certificate ${configPath(tls.certificate)};
+  ssl_certificate_key ${configPath(tls.key)};
+`;
+}
+
+/** An origin a redirect answers with: scheme, host name, optional port, nothing else. */
+function redirectTarget(target: string): string {
+  const match = /^(https?):\/\/([^/:]+)(?::(\d{1,5}))?$/.exec(target);
+  if (!match?.[1] || !match[2]) throw new Error(`not a redirect target: ${JSON.stringify(target)}`);
+  return `${match[1]}://${serverName(match[2])}${match[3] ? `:${match[3]}` : ''}`;
+}
+
+/**
+ * One install's server blocks (issue 21 routing): its site on HTTP for `names` (and over HTTPS for the
+ * names a certificate covers), then its redirects (D5) on both. Every value is a validated name or path.
+ */
+export function serverBlock(block: ServerBlock, ports: WebPorts, logs: string): string {
+  if (!/^hp_[0-9a-f]{32}$/.test(block.slug)) throw new Error(`not an install slug: ${block.slug}`);
+  const http = `listen ${ports.http};`;
+  const https = tlsListen(ports.https);
+  const challenge = challengeLocation(block.challenges);
+  const tls = block.tls ?? [];
+  const covered = (names: string[]) =>
+    tls.flatMap((t) => {
+      const own = t.names.filter((n) => names.includes(n));
+      return own.length > 0 ? [{ ...t, names: own }] : [];
+    });
+  const site = (head: string) => `${head}${challenge}${siteBody(block, logs)}}\n`;
+  const redirect = (head: string, target: string) =>
+    `${head}${challenge}  location / {\n    return 301 ${redirectTarget(target)}$request_uri;\n  }\n}\n`;
+  const parts = [
+    `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.\n`,
+    site(serverHead(http, block.names)),
+    ...covered(block.names).map((t) => site(serverHead(https, t.names, t))),
+  ];
+  for (const r of block.redirects ?? []) {
+    if (r.names.length === 0) continue;
+    parts.push(redirect(serverHead(http, r.names), r.target));
+    for (const t of covered(r.names)) parts.push(redirect(serverHead(https, t.names, t), r.target));
+  }
+  return parts.join('');
+}
+
+/** The site itself inside a server block (its root, PHP through the install's pool). */
+function siteBody(block: ServerBlock, logs: string): string {
   const root = configPath(block.documentRoot);
   const socket = configPath(block.socket);
-  if (!/^hp_[0-9a-f]{32}$/.test(block.slug)) throw new Error(`not an install slug: ${block.slug}`);
-  return `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.
-server {
-  listen ${httpPort};
-  server_name ${names};
-  root ${root};
+  return `  root ${root};
   index index.php index.html;
   access_log ${configPath(path.join(logs, `${block.slug}.access.log`))};
   location = /wp-config.php { deny all; }
@@ -80,12 +157,21 @@ server {
     fastcgi_param HTTP_HOST $http_host;
     fastcgi_pass unix:${socket};
   }
-}
 `;
 }
 
-export function createWebServer(paths: WebPaths, httpPort: number) {
-  if (!Number.isInteger(httpPort) || httpPort < 1 || httpPort > 65535) throw new Error('bad HTTP port');
+export function createWebServer(paths: WebPaths, ports: WebPorts) {
+  for (const port of [ports.http, ports.https])
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error('bad HTTP(S) port');
+  const httpPort = ports.http;
+  /** The HTTPS port when a server block in `dir` listens on it (else null: nothing binds it). */
+  const tlsPortOf = async (dir: string) => {
+    const marker = tlsListen(ports.https);
+    for (const name of await fs.readdir(dir).catch(() => [] as string[]))
+      if (name.endsWith('.conf') && (await fs.readFile(path.join(dir, name), 'utf8')).includes(marker))
+        return ports.https;
+    return null;
+  };
   // One change at a time in this process (the candidate directory is shared).
   let chain: Promise<unknown> = Promise.resolve();
   const serial = <T>(work: () => Promise<T>): Promise<T> => {
@@ -97,7 +183,11 @@ export function createWebServer(paths: WebPaths, httpPort: number) {
   async function prepare() {
     for (const dir of [paths.sites, paths.run, paths.logs, paths.tmp])
       await fs.mkdir(dir, { recursive: true });
-    await fs.writeFile(paths.nginxConf, mainConf(paths, paths.sites, httpPort));
+  }
+
+  /** The live main file, for the live server blocks (after a change is renamed in or removed). */
+  async function writeMain() {
+    await fs.writeFile(paths.nginxConf, mainConf(paths, paths.sites, httpPort, await tlsPortOf(paths.sites)));
   }
 
   /** Checks the live set with `change` applied; throws nginx's message when it does not pass. */
@@ -111,7 +201,7 @@ export function createWebServer(paths: WebPaths, httpPort: number) {
     }
     if (change.text !== null) await fs.writeFile(path.join(sites, `${change.slug}.conf`), change.text);
     const conf = path.join(paths.candidate, 'nginx.conf');
-    await fs.writeFile(conf, mainConf(paths, sites, httpPort));
+    await fs.writeFile(conf, mainConf(paths, sites, httpPort, await tlsPortOf(sites)));
     try {
       await run(NGINX, ['-t', '-q', '-c', conf], { signal, env: TOOL_ENV });
     } catch (err) {
@@ -139,12 +229,13 @@ export function createWebServer(paths: WebPaths, httpPort: number) {
     put: (block: ServerBlock, signal: AbortSignal) =>
       serial(async () => {
         await prepare();
-        const text = serverBlock(block, httpPort, paths.logs);
+        const text = serverBlock(block, ports, paths.logs);
         await check({ slug: block.slug, text }, signal);
         const live = path.join(paths.sites, `${block.slug}.conf`);
         const temp = path.join(paths.sites, `.${block.slug}.conf.tmp`);
         await fs.writeFile(temp, text);
         await fs.rename(temp, live);
+        await writeMain();
         await startOrReload();
       }),
 
@@ -156,6 +247,7 @@ export function createWebServer(paths: WebPaths, httpPort: number) {
         await prepare();
         await check({ slug, text: null }, signal);
         await fs.rm(live, { force: true });
+        await writeMain();
         await startOrReload();
       }),
 

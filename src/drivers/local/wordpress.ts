@@ -133,6 +133,37 @@ export async function runInstaller(input: InstallerInput) {
   });
 }
 
+/** Sets home and siteurl through WordPress itself (its table prefix, its caches); the URL from the environment. */
+const SITE_URL = `<?php
+define('WP_INSTALLING', true);
+$_SERVER['HTTP_HOST'] = getenv('HP_HOST');
+$_SERVER['REQUEST_URI'] = '/';
+$_SERVER['SERVER_PROTOCOL'] = 'HTTP/1.1';
+require getenv('HP_DOCROOT') . '/wp-load.php';
+if (is_blog_installed()) {
+  update_option('siteurl', getenv('HP_URL'));
+  update_option('home', getenv('HP_URL'));
+}
+echo get_option('home'), "\n";
+`;
+
+/** Issue 21 routing: WordPress's home and siteurl become `url` (the primary domain's, or the default name's). */
+export async function setSiteUrl(input: {
+  documentRoot: string;
+  script: string;
+  user: string;
+  url: string;
+  signal: AbortSignal;
+}) {
+  await fs.mkdir(path.dirname(input.script), { recursive: true });
+  await fs.writeFile(input.script, SITE_URL, { mode: 0o644 });
+  const url = new URL(input.url);
+  await run('runuser', ['-u', input.user, '--', PHP_CLI, input.script], {
+    signal: input.signal,
+    env: { ...TOOL_ENV, HP_HOST: url.host, HP_URL: url.origin, HP_DOCROOT: input.documentRoot },
+  });
+}
+
 /** The PHP version that serves the install (`8.2.x`). */
 export async function phpVersion(signal: AbortSignal): Promise<string | null> {
   const text = await output(PHP_CLI, ['-r', 'echo PHP_VERSION;'], signal);

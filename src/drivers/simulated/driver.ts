@@ -12,6 +12,7 @@ import type {
   DriverResult,
   HostingDriver,
   InstallRef,
+  RoutingRequest,
   Snapshot,
 } from '../driver.js';
 import { tarGz } from '../tar.js';
@@ -184,6 +185,12 @@ export function createSimulatedDriver({ db, clock, durations, secretBox }: Simul
       ctx: CallContext,
       _input: { site_id: string; install_ids: string[]; destination_account_id: string },
     ) => call('move_site', ctx, null, async () => ({})),
+
+    // Issue 21: nothing is served; the task records the names the routing would serve (by its key).
+    applyRouting: (ctx: CallContext, input: RoutingRequest) =>
+      call('apply_routing', ctx, input.install.id, async () => ({
+        names: [input.default_name, ...input.domains.map((d) => d.name)],
+      })),
 
     // The simulation keeps nothing outside its tables, which go with the install's row.
     deprovision: async () => ({ done: true as const, value: {} }),

@@ -54,6 +54,19 @@ export async function deleteCertificates(db: Db, installId: string, ids: string[
     .where(and(eq(certificates.install_id, installId), inArray(certificates.id, ids)));
 }
 
+/** Issue 21: every certificate of the install with its sealed key, newest first (for the web server only). */
+export function sealedOfInstall(db: Db, installId: string) {
+  return db
+    .select({
+      id: certificates.id,
+      chain_pem: certificates.chain_pem,
+      sealed: certificates.private_key_sealed,
+    })
+    .from(certificates)
+    .where(eq(certificates.install_id, installId))
+    .orderBy(desc(certificates.created_at), desc(certificates.id));
+}
+
 /** `hostplane reseal`: the next `limit` sealed private keys after `afterId`, in id order. */
 export function sealedKeys(tx: Db, afterId: string | null, limit: number) {
   return tx

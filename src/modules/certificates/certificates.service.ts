@@ -1,4 +1,4 @@
-import { randomUUID, type X509Certificate } from 'node:crypto';
+import { createPrivateKey, randomUUID, type X509Certificate } from 'node:crypto';
 import type { Caller } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
@@ -7,7 +7,8 @@ import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
 import type { Resealer, SecretBox } from '../../secrets.js';
 import type { DomainsService, SslStatus } from '../domains/domains.service.js';
-import type { InstallsService } from '../installs/installs.service.js';
+import type { InstallRow, InstallsService } from '../installs/installs.service.js';
+import type { RequestRouting } from '../routing/routing.service.js';
 import {
   coversDomain,
   describeIssued,
@@ -26,6 +27,8 @@ export interface CertificatesDeps {
   secretBox: SecretBox;
   /** Roots a chain may end under without including them (default: Node's Mozilla list). */
   trustedRoots: () => readonly X509Certificate[];
+  /** Issue 21: a stored certificate is served by the web server (routing module). */
+  requestRouting: RequestRouting;
 }
 
 /** A certificate row with the install's domains it covers today. */
@@ -81,7 +84,9 @@ export function createCertificatesService(deps: CertificatesDeps) {
    * Stores a certificate and seals its key, in the caller's transaction (the install locked). It
    * replaces every certificate of the install whose covered domains it covers too.
    */
-  async function store(tx: Db, installId: string, cert: ValidatedImport, names: string[]) {
+  async function store(tx: Db, install: InstallRow, cert: ValidatedImport, names: string[]) {
+    const installId = install.id;
+    await deps.requestRouting(tx, install);
     const id = randomUUID();
     const sealed = secretBox.seal(cert.keyDer, id);
     const existing = withCoverage(await repo.certificatesOfInstall(tx, installId), names);
@@ -115,7 +120,9 @@ export function createCertificatesService(deps: CertificatesDeps) {
       names: string[],
     ) {
       const cert = describeIssued(issued.chain_pem, issued.key_pem, names);
-      const row = await store(tx, installId, cert, names);
+      const install = await installs.lock(tx, installId);
+      if (!install) throw Errors.notFound();
+      const row = await store(tx, install, cert, names);
       return { ...row, domains: cert.covered };
     },
 
@@ -137,10 +144,33 @@ export function createCertificatesService(deps: CertificatesDeps) {
         trustedRoots: deps.trustedRoots(),
       });
       const row = await withTransaction(db, async (tx) => {
-        if (!(await installs.lock(tx, installId))) throw Errors.notFound();
-        return store(tx, installId, imported, names);
+        const install = await installs.lock(tx, installId);
+        if (!install) throw Errors.notFound();
+        return store(tx, install, imported, names);
       });
       return { ...row, domains: imported.covered, expired: false };
+    },
+
+    /**
+     * For the routing job (issue 21): every certificate of the install with its key opened (PEM),
+     * newest first, each with the install's domain names it covers. Never for a response.
+     */
+    async servedOf(installId: string) {
+      const names = await domains.namesOf(installId);
+      const rows = await repo.sealedOfInstall(db, installId);
+      return rows.map((row) => {
+        const leaf = leafOf(row.chain_pem);
+        const key = createPrivateKey({
+          key: secretBox.open(row.sealed, row.id),
+          format: 'der',
+          type: 'pkcs8',
+        });
+        return {
+          names: names.filter((name) => coversDomain(leaf, name)),
+          chain_pem: row.chain_pem,
+          key_pem: key.export({ format: 'pem', type: 'pkcs8' }).toString(),
+        };
+      });
     },
 
     async list(caller: Caller, installId: string, page: Page) {

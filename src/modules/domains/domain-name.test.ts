@@ -23,6 +23,31 @@ describe('normalizeDomainName', () => {
     assert.equal(ok('  WWW.Example.COM. ').name, 'www.example.com');
   });
 
+  it('issue 21: refuses whitespace, control characters and punctuation instead of dropping them (they would reach nginx)', () => {
+    for (const bad of [
+      'a\tb.example.com',
+      'a\nb.example.com',
+      'example.com\n',
+      'a\u00adb.example.com',
+      'a\u200bb.example.com',
+      'a b.example.com',
+      'a\u3000b.example.com',
+    ])
+      assert.equal(code(bad), 'invalid_domain_name', JSON.stringify(bad));
+    for (const bad of [
+      'a;b.example.com',
+      'a{b}.example.com',
+      'a"b.example.com',
+      "a'b.example.com",
+      '$host.example.com',
+      'a\\b.example.com',
+      'a_b.example.com',
+      'a@b.example.com',
+      '#a.example.com',
+    ])
+      assert.equal(code(bad), 'invalid_characters', JSON.stringify(bad));
+  });
+
   it('converts an IDN to punycode (any case), and accepts valid punycode as given', () => {
     assert.equal(ok('münchen.de').name, 'xn--mnchen-3ya.de');
     assert.equal(ok('MÜNCHEN.DE').name, 'xn--mnchen-3ya.de');

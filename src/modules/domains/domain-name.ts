@@ -25,7 +25,19 @@ const fail = (code: string, message: string): DomainNameResult => ({ ok: false, 
  * belong to the platform.
  */
 export function normalizeDomainName(input: string, reservedSuffix?: string): DomainNameResult {
-  let raw = input.trim();
+  // Spaces around the name are dropped; any other whitespace, control or format character, or ASCII
+  // punctuation but `.`, `-` and `*`, is refused here: the IDN mapping below would silently drop a
+  // tab, a newline or a soft hyphen, and these names end up in the web server's configuration.
+  let raw = input.replace(/^ +| +$/g, '');
+  if (/[\p{Cc}\p{Cf}\p{Z}]/u.test(raw)) {
+    return fail('invalid_domain_name', `${JSON.stringify(input)} holds whitespace or a control character`);
+  }
+  if (/[^\p{L}\p{M}\p{N}.*-]/u.test(raw)) {
+    return fail(
+      'invalid_characters',
+      `${JSON.stringify(input)} holds a character a domain name may not: only letters, digits, "-" and "." (and "*." first)`,
+    );
+  }
   if (raw.endsWith('.')) raw = raw.slice(0, -1);
   if (raw === '') return fail('invalid_domain_name', 'Domain name is empty');
   const wildcard = raw.startsWith('*.');

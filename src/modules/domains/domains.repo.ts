@@ -62,6 +62,30 @@ export async function domainNames(db: Db, installId: string): Promise<string[]> 
   return rows.map((r) => r.name);
 }
 
+/**
+ * Issue 21: the install's domains as the web server routes them (the redirect target by name). A
+ * duplicate (D3: its name verified on another install's record) is left out: the verified owner's.
+ */
+export async function routesOf(db: Db, installId: string) {
+  return db
+    .select({ name: domains.name, primary: domains.primary, redirect_to: target.name })
+    .from(domains)
+    .leftJoin(target, eq(target.id, domains.redirect_to_id))
+    .where(
+      and(
+        eq(domains.install_id, installId),
+        sql`not exists (select 1 from ${domains} as verified where verified.name = ${domains.name}
+          and verified.ownership_status = 'TXT_VERIFIED' and verified.id <> ${domains.id})`,
+      ),
+    )
+    .orderBy(asc(domains.created_at), asc(domains.id));
+}
+
+/** Whether the install has a domain (in the caller's transaction). */
+export async function hasDomains(db: Db, installId: string): Promise<boolean> {
+  return (await db.$count(domains, eq(domains.install_id, installId))) > 0;
+}
+
 /** Of `names`, those the install already has. */
 export async function namesOfInstall(db: Db, installId: string, names: string[]): Promise<Set<string>> {
   if (names.length === 0) return new Set();

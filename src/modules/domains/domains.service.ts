@@ -6,6 +6,7 @@ import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors, type FieldError } from '../../errors.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
+import type { RequestRouting } from '../routing/routing.service.js';
 import { VERIFICATION_VALUE_PREFIX, verificationRecordName } from './domain-name.js';
 import * as repo from './domains.repo.js';
 import {
@@ -38,6 +39,8 @@ export interface DomainsDeps {
     installId: string,
     names: string[],
   ) => Promise<{ status: Map<string, SslStatus>; changesAt: number | null }>;
+  /** Issue 21: every change of the install's domains is applied to the web server (routing module). */
+  requestRouting: RequestRouting;
 }
 
 /** A domain row with what its record shows about the install: DNS targets and SSL status. */
@@ -80,10 +83,11 @@ export function createDomainsService(deps: DomainsDeps) {
   }
 
   /** Locks the install for the transaction: domain changes of one install are serialised (D4, D5). */
-  async function locked<T>(installId: string, fn: (tx: Db) => Promise<T>): Promise<T> {
+  async function locked<T>(installId: string, fn: (tx: Db, install: InstallRow) => Promise<T>): Promise<T> {
     return withTransaction(db, async (tx) => {
-      if (!(await installs.lock(tx, installId))) throw Errors.notFound();
-      return fn(tx);
+      const install = await installs.lock(tx, installId);
+      if (!install) throw Errors.notFound();
+      return fn(tx, install);
     });
   }
 
@@ -92,7 +96,7 @@ export function createDomainsService(deps: DomainsDeps) {
     const errors: FieldError[] = [];
     const checked = items.map((item, i) => checkNewItem(item, prefix(i), installDomain, errors));
     checkBatch(checked, prefix, errors);
-    const ids = await locked(install.id, async (tx) => {
+    const ids = await locked(install.id, async (tx, current) => {
       await checkAgainstDatabase(tx, install.id, checked, prefix, errors);
       if (errors.length > 0) throw batchFailure(errors, items.length);
       const primary = checked.find((c) => c?.primary);
@@ -100,6 +104,7 @@ export function createDomainsService(deps: DomainsDeps) {
         await repo.clearPrimary(tx, install.id);
         await installs.setPrimaryDomain(tx, install.id, primary.name);
       }
+      await deps.requestRouting(tx, current);
       return repo.insertDomains(
         tx,
         checked.flatMap((c) =>
@@ -164,10 +169,12 @@ export function createDomainsService(deps: DomainsDeps) {
     /** D2-D6: primary (switched atomically), redirect_to (or `nil`), secure_all_urls. */
     async update(caller: Caller, installId: string, domainId: string, input: UpdateDomainInput) {
       const install = await writable(caller, installId);
-      await locked(installId, async (tx) => {
+      await locked(installId, async (tx, current) => {
         const domain = await repo.findDomain(tx, installId, domainId);
         if (!domain) throw Errors.notFound();
         const next = await checkUpdate(tx, domain, input);
+        if (next.primary !== domain.primary || next.redirect !== domain.redirect_to_id)
+          await deps.requestRouting(tx, current);
         if (next.primary && !domain.primary) {
           await repo.clearPrimary(tx, installId);
           await installs.setPrimaryDomain(tx, installId, domain.name);
@@ -186,7 +193,7 @@ export function createDomainsService(deps: DomainsDeps) {
     /** Refused (400) for the primary domain and for a redirect target: removing them would break traffic. */
     async remove(caller: Caller, installId: string, domainId: string) {
       await writable(caller, installId);
-      await locked(installId, async (tx) => {
+      await locked(installId, async (tx, current) => {
         const domain = await repo.findDomain(tx, installId, domainId);
         if (!domain) throw Errors.notFound();
         if (domain.primary) {
@@ -199,6 +206,7 @@ export function createDomainsService(deps: DomainsDeps) {
           throw invalid('domain_id', 'redirect_target', message);
         }
         await repo.deleteDomain(tx, domainId);
+        await deps.requestRouting(tx, current);
       });
     },
 
@@ -211,6 +219,15 @@ export function createDomainsService(deps: DomainsDeps) {
 
     /** For jobs (no caller: the request was authorized when it was made): a domain of an install, or null. */
     record: (installId: string, domainId: string) => repo.findDomain(db, installId, domainId),
+
+    /** Issue 21: at provisioning's end (its transaction), domains added while pending are routed. */
+    async routeProvisioned(tx: Db, installId: string) {
+      const install = await installs.lock(tx, installId);
+      if (install && (await repo.hasDomains(tx, installId))) await deps.requestRouting(tx, install);
+    },
+
+    /** For the routing job (issue 21): the install's domains as the web server routes them. */
+    routesOf: (installId: string) => repo.routesOf(db, installId),
 
     /** For the certificates module: the install's domain names, in creation order. */
     namesOf: (installId: string) => repo.domainNames(db, installId),

@@ -15,6 +15,11 @@ export interface InstallJobsDeps {
   operations: Pick<OperationsService, 'begin' | 'waitUntil' | 'complete' | 'fail'>;
   installs: Pick<InstallsService, 'findById' | 'applySoftware'>;
   driver: HostingDriver;
+  /**
+   * Issue 21: in the transaction that makes the install active, its domains (added while it was
+   * pending) are routed (the routing module; nothing when it has none).
+   */
+  routeProvisioned?: (tx: Db, installId: string) => Promise<void>;
 }
 
 export interface ProvisioningDeps {
@@ -77,7 +82,7 @@ function copyDetails(source: { id: string; name: string } | null, input: CopyInp
 }
 
 /** The provision_install and copy_install jobs (jobs/catalog.ts). Each step is safe to run twice. */
-export function createInstallJobs({ operations, installs, driver }: InstallJobsDeps) {
+export function createInstallJobs({ operations, installs, driver, routeProvisioned }: InstallJobsDeps) {
   const provision: JobHandler<OperationPayload> = {
     async run({ operation_id }, ctx) {
       const op = await operations.begin(operation_id);
@@ -93,6 +98,7 @@ export function createInstallJobs({ operations, installs, driver }: InstallJobsD
           ...(result.value.wp_version && { wp_version: result.value.wp_version }),
           ...(result.value.php_version && { php_version: result.value.php_version }),
         });
+        await routeProvisioned?.(tx, install.id);
         return undefined;
       });
     },

@@ -67,6 +67,11 @@ export const OPERATIONS = {
     }),
     state: Nothing,
   },
+  /**
+   * Issue 21: the install's domains, redirects and certificates applied to the web server (the whole
+   * current state, so queued changes are applied by one step). Started by the change, not requested.
+   */
+  apply_routing: { title: 'Routing', input: Nothing, state: Nothing },
   /** T9-T11: moves a site to another account (site-level: the operation has no install). */
   transfer_site: {
     title: 'Site transfer',

@@ -99,6 +99,23 @@ export function openTouching(tx: Db, installId: string): Promise<OperationRow[]>
     );
 }
 
+/**
+ * The queued (not yet begun) operation of a type on an install, locked for the caller's transaction:
+ * a step that begins it waits for the caller's commit, so it reads what the caller wrote.
+ */
+export async function queuedOfTypeForUpdate(tx: Db, installId: string, type: string) {
+  const [row] = await tx
+    .select(projection)
+    .from(operations)
+    .where(
+      and(eq(operations.install_id, installId), eq(operations.type, type), eq(operations.status, 'queued')),
+    )
+    .orderBy(desc(operations.created_at))
+    .limit(1)
+    .for('update');
+  return row ?? null;
+}
+
 /** The open operation of a type on an install (a pending disk refresh), if any. */
 export async function openOfType(db: Db, installId: string, type: string): Promise<OperationRow | null> {
   const [row] = await db

@@ -179,6 +179,19 @@ export function createOperationRecords({ clock, queue }: { clock: Clock; queue: 
       return op;
     },
 
+    /**
+     * Like start, unless the install has a queued operation of this type: that one is answered (locked
+     * until the caller commits), as its step reads the whole state when it begins (issue 21 routing:
+     * changes in a burst are applied once). One that has begun does not absorb it: a new one is queued.
+     */
+    async startCoalesced<T extends 'apply_routing'>(tx: Db, input: NewOperation<T>) {
+      const queued = input.install.id && (await repo.queuedOfTypeForUpdate(tx, input.install.id, input.type));
+      if (queued) return queued;
+      const op = await repo.insertOperation(tx, values(input, clock.now()));
+      await queueStep(tx, { ...op, type: input.type });
+      return op;
+    },
+
     /** Like start, but null (nothing written) when the install already has an open one of this type (M8, one restore). */
     async startUnlessOpen<T extends 'refresh_disk_usage' | 'restore_backup'>(tx: Db, input: NewOperation<T>) {
       const op = await repo.insertUnlessOpen(tx, { ...values(input, clock.now()), type: input.type });

@@ -1,0 +1,88 @@
+import type { Db } from '../../db/client.js';
+import {
+  type HostingDriver,
+  installRef,
+  type RoutedCertificate,
+  type RoutedDomain,
+} from '../../drivers/driver.js';
+import type { JobHandler } from '../../jobs/catalog.js';
+import type { InstallRow } from '../installs/installs.service.js';
+import type { OperationRecords, OperationsService } from '../operations/operations.service.js';
+
+/**
+ * Issue 21: an install's routing (its default name, domains, primary, redirects and certificates) as
+ * the hosting driver serves it. Every change to one of those starts (or joins, while one is queued)
+ * an `apply_routing` operation in the change's own transaction; its step reads the whole current
+ * state and hands it to the driver, which rebuilds what it serves (idempotent). A failure (nginx
+ * refusing the configuration) fails the step, which is retried, then fails the operation, visible in
+ * the install's operations; what was served before keeps being served (decisions.md #93).
+ */
+
+/** The install as the change's transaction locked it. */
+type LockedInstall = Pick<InstallRow, 'id' | 'account_id' | 'status'>;
+
+/** In the caller's transaction: routing applied after it commits (nothing for a pending install). */
+export type RequestRouting = (tx: Db, install: LockedInstall) => Promise<void>;
+
+export function createRoutingRequests(deps: {
+  operations: Pick<OperationRecords, 'startCoalesced'>;
+  driver: Pick<HostingDriver, 'estimateSeconds'>;
+}): RequestRouting {
+  return async (tx, install) => {
+    // A pending install is routed when its provisioning completes (installs.jobs.ts).
+    if (install.status !== 'active') return;
+    await deps.operations.startCoalesced(tx, {
+      install,
+      type: 'apply_routing',
+      resource: { type: 'install', id: install.id },
+      input: {},
+      expectedSeconds: deps.driver.estimateSeconds('apply_routing'),
+    });
+  };
+}
+
+export interface RoutingJobDeps {
+  installs: { findById(installId: string | null): Promise<InstallRow | null> };
+  /** The install's domains: name, primary, the name of the domain it redirects to. */
+  domains: { routesOf(installId: string): Promise<RoutedDomain[]> };
+  /** The install's certificates with their keys opened, newest first, each with the names it covers. */
+  certificates: { servedOf(installId: string): Promise<RoutedCertificate[]> };
+  operations: Pick<OperationsService, 'begin' | 'waitUntil' | 'complete' | 'fail'>;
+  driver: Pick<HostingDriver, 'applyRouting'>;
+  /** INSTALL_DOMAIN: the default name is `<install>.<installDomain>`. */
+  installDomain: string;
+}
+
+/** The apply_routing job (jobs/catalog.ts): the whole routing state to the driver, once per step. */
+export function createRoutingJob(deps: RoutingJobDeps): JobHandler<{ operation_id: string }> {
+  const { installs, domains, certificates, operations, driver } = deps;
+  return {
+    async run({ operation_id }, ctx) {
+      const op = await operations.begin(operation_id);
+      if (!op?.install_id) return;
+      const install = await installs.findById(op.install_id);
+      if (!install) return;
+      // Read after the operation began: every change committed before it is included.
+      const result = await driver.applyRouting(
+        { key: op.id, signal: ctx.signal },
+        {
+          install: installRef(install),
+          default_name: `${install.name}.${deps.installDomain}`,
+          domains: await domains.routesOf(install.id),
+          certificates: await certificates.servedOf(install.id),
+        },
+      );
+      if (!result.done) return operations.waitUntil(op, result.checkAt);
+      await operations.complete(op.id, async () => ({
+        details: [['Names served', result.value.names.join(', ')]],
+      }));
+    },
+    async exhausted({ operation_id }, error) {
+      await operations.fail(
+        operation_id,
+        `Applying the install's domains and certificates failed (what was served before is still served): ${error}`,
+        async () => undefined,
+      );
+    },
+  };
+}

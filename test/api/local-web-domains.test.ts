@@ -1,0 +1,446 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { addDomain, uniqueDomain } from '../support/domains.js';
+import { factories } from '../support/factories.js';
+import { buildTestApp, type Client, type Json } from '../support/harness.js';
+import { readyWorld } from '../support/jobs.js';
+import { localHosting } from '../support/local-hosting.js';
+import { b64, createPki } from '../support/pki.js';
+
+// Issue 21, routing: with HOSTING_DRIVER=local and LOCAL_WEB=on, an install's domains (D1-D7), its
+// redirects and its certificates (L1-L2) are served for real by the nginx of this file's own
+// HOSTING_ROOT (one app, one nginx, two installs for the whole file). Every change goes through the
+// API, is applied by the install's apply_routing operation and is checked over HTTP(S).
+const TOOLS = [
+  '/usr/sbin/nginx',
+  '/usr/sbin/php-fpm8.2',
+  '/usr/bin/php8.2',
+  '/usr/share/wordpress/wp-settings.php',
+  '/usr/bin/openssl',
+];
+const missing = TOOLS.filter((p) => !existsSync(p));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+type Answer = { status: number; body: string; location: string | undefined } | null;
+
+/** GET on nginx with a Host header: status, body and Location, or null when nginx closed the connection. */
+function get(port: number, host: string, urlPath = '/'): Promise<Answer> {
+  return new Promise((resolve) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path: urlPath, headers: { host: `${host}:${port}` }, timeout: 30_000 },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body, location: res.headers.location ?? undefined }),
+        );
+      },
+    );
+    req.on('error', () => resolve(null));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}
+
+/** GET over HTTPS with SNI `host`, trusting only `ca`: null when the handshake or the request fails. */
+function getTls(port: number, host: string, ca: string, urlPath = '/'): Promise<Answer> {
+  return new Promise((resolve) => {
+    const req = https.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: urlPath,
+        servername: host,
+        ca,
+        headers: { host: `${host}:${port}` },
+        timeout: 30_000,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body, location: res.headers.location ?? undefined }),
+        );
+      },
+    );
+    req.on('error', () => resolve(null));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}
+
+/** Asks until `ok` holds (a reload's new workers take a moment), answering the last response. */
+async function until(ask: () => Promise<Answer>, ok: (r: Answer) => boolean) {
+  let last: Answer = null;
+  for (let i = 0; i < 50; i++) {
+    last = await ask();
+    if (ok(last)) return last;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return last;
+}
+
+/** The serial of the certificate nginx shows for `servername` (openssl s_client), or null: none shown. */
+function servedSerial(port: number, servername: string): string | null {
+  const shown = spawnSync(
+    'openssl',
+    ['s_client', '-connect', `127.0.0.1:${port}`, '-servername', servername],
+    { input: '', encoding: 'utf8', timeout: 20_000 },
+  );
+  const pem = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(shown.stdout)?.[0];
+  return pem ? serialOf(pem) : null;
+}
+
+const serialOf = (pem: string) =>
+  execFileSync('openssl', ['x509', '-noout', '-serial'], { input: pem, encoding: 'utf8' })
+    .trim()
+    .replace(/^serial=/, '')
+    .toUpperCase();
+
+const slugOf = (id: string) => `hp_${id.replace(/-/g, '')}`;
+const userOf = (id: string) => `hp${id.replace(/-/g, '').slice(0, 30)}`;
+
+describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)', {
+  skip: missing.length > 0 && `missing ${missing.join(', ')}`,
+}, async () => {
+  if (missing.length > 0) return;
+  const [port, tlsPort] = [await freePort(), await freePort()];
+  const pki = createPki();
+  const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'hostplane-routing-'));
+  const rootsFile = path.join(scratch, 'roots.pem');
+  await fs.writeFile(rootsFile, pki.root.certPem);
+  const host = await localHosting({ autoCleanup: false });
+  const t = await buildTestApp({
+    env: {
+      ...host.env,
+      LOCAL_WEB: 'on',
+      HOSTING_HTTP_PORT: String(port),
+      HOSTING_HTTPS_PORT: String(tlsPort),
+      NODE_EXTRA_CA_CERTS: rootsFile,
+      PUBLIC_URL: 'https://api.hostplane.test',
+    },
+  });
+  const f = factories(t);
+  const web = path.join(host.root, 'web');
+  const seen: string[] = [];
+  const url = (name: string) => `http://${name}:${port}`;
+
+  after(async () => {
+    for (const pidFile of ['nginx.pid', 'php-fpm.pid']) {
+      const pid = Number(await fs.readFile(path.join(web, 'run', pidFile), 'utf8').catch(() => ''));
+      if (pid > 1) {
+        try {
+          process.kill(pid, 'SIGQUIT');
+        } catch {}
+      }
+    }
+    for (const id of seen) {
+      try {
+        execFileSync('userdel', [userOf(id)], { stdio: 'ignore' });
+      } catch {}
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    await host.cleanup();
+    await fs.rm(scratch, { recursive: true, force: true });
+  });
+
+  async function served() {
+    const w = await readyWorld(t, f);
+    seen.push(w.install.id);
+    host.paths(w.install.id);
+    const install = await w.owner.client.get(`/v1/installs/${w.install.id}`);
+    assert.equal(install.body.status, 'active', JSON.stringify(install.body));
+    const cname = install.body.cname as string;
+    assert.equal(
+      (
+        await until(
+          () => get(port, cname),
+          (r) => r?.status === 200,
+        )
+      )?.status,
+      200,
+    );
+    return { w, cname };
+  }
+
+  /** The install's apply_routing operations, newest first. */
+  async function routingOps(client: Client, installId: string): Promise<Json[]> {
+    const res = await client.get(`/v1/installs/${installId}/operations`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return (res.body.results as Json[]).filter((op) => op.type === 'apply_routing');
+  }
+
+  /** The one apply_routing operation started since `before` (the test clock may not move between them). */
+  async function newRoutingOp(client: Client, installId: string, before: Json[]) {
+    const known = new Set(before.map((op) => op.id));
+    const fresh = (await routingOps(client, installId)).filter((op) => !known.has(op.id));
+    assert.equal(fresh.length, 1, JSON.stringify(fresh));
+    return fresh[0] as Json;
+  }
+
+  /** WordPress's home and siteurl, read from the install's database. */
+  async function siteUrls(installId: string) {
+    const rows = await host.rows(installId, 'wp_options');
+    const value = (name: string) => String(rows.find((r) => r.option_name === name)?.option_value);
+    return { home: value('home'), siteurl: value('siteurl') };
+  }
+
+  // Install A: D1-D6 and the nginx -t fault; install B: HTTPS and deprovisioning.
+  let a: Awaited<ReturnType<typeof served>> | undefined;
+  const installA = async () => {
+    a ??= await served();
+    return a;
+  };
+
+  it('D1 D4 D5 issue 21: two domains, the primary serves the site (home and siteurl follow it), the other answers 301 to it with its path; the changes are applied by one apply_routing operation', async () => {
+    const { w, cname } = await installA();
+    const client = w.owner.client;
+    const primaryName = uniqueDomain('www');
+    const oldName = uniqueDomain('old');
+    const primary = await addDomain(client, w.install.id, primaryName, { primary: true });
+    await addDomain(client, w.install.id, oldName, { redirect_to: primary.id });
+    // Both changes while its step is queued: one operation applies them (coalesced).
+    const [op] = await routingOps(client, w.install.id);
+    assert.equal(op?.status, 'queued');
+    await t.runJobs();
+    const ops = await routingOps(client, w.install.id);
+    assert.equal(ops.length, 1, JSON.stringify(ops));
+    assert.equal(ops[0]?.status, 'completed', JSON.stringify(ops[0]));
+
+    const page = await until(
+      () => get(port, primaryName),
+      (r) => r?.status === 200,
+    );
+    assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 500));
+    assert.match(page?.body ?? '', /Hello world!/);
+    assert.ok(page?.body.includes(w.site.name), 'the site title is on the primary domain');
+    // D4: WordPress's URLs follow the primary domain (its links point there).
+    assert.deepEqual(await siteUrls(w.install.id), { home: url(primaryName), siteurl: url(primaryName) });
+    assert.ok(page?.body.includes(`${url(primaryName)}/`), 'links use the primary domain');
+    // D5: the redirecting domain answers 301 to the primary, path and query kept.
+    const moved = await get(port, oldName, '/2024/hello/?p=1&x=y');
+    assert.equal(moved?.status, 301, JSON.stringify(moved));
+    assert.equal(moved?.location, `${url(primaryName)}/2024/hello/?p=1&x=y`);
+    // The default name still serves the site.
+    assert.equal((await get(port, cname))?.status, 200);
+    // HTTP-01 answers (for ACME) on every name, the redirecting one too: not redirected.
+    const token = 'tok_Abc-123';
+    await fs.writeFile(path.join(host.paths(w.install.id).dir, 'acme-challenge', token), 'token.thumbprint');
+    for (const name of [oldName, primaryName, cname]) {
+      const answer = await get(port, name, `/.well-known/acme-challenge/${token}`);
+      assert.equal(answer?.status, 200, `${name}: ${JSON.stringify(answer)}`);
+      assert.equal(answer?.body, 'token.thumbprint');
+    }
+  });
+
+  it('D1 D4 issue 21: a deleted domain is no longer served; a primary set back to false gives WordPress the default name again', async () => {
+    const { w, cname } = await installA();
+    const client = w.owner.client;
+    const list = await client.get(`/v1/installs/${w.install.id}/domains`);
+    const domains = list.body.results as Json[];
+    const old = domains.find((d) => !d.primary);
+    const primary = domains.find((d) => d.primary);
+    assert.ok(old && primary, JSON.stringify(list.body));
+    assert.equal((await get(port, old.name))?.status, 301);
+    const before = await routingOps(client, w.install.id);
+    assert.equal((await client.delete(`/v1/installs/${w.install.id}/domains/${old.id}`)).status, 204);
+    const off = await client.patch(`/v1/installs/${w.install.id}/domains/${primary.id}`, { primary: false });
+    assert.equal(off.status, 200, JSON.stringify(off.body));
+    await t.runJobs();
+    assert.equal((await newRoutingOp(client, w.install.id, before)).status, 'completed');
+    // The default server closes the connection for a name no install serves.
+    assert.equal(
+      await until(
+        () => get(port, old.name),
+        (r) => r === null,
+      ),
+      null,
+    );
+    assert.equal(
+      (await get(port, primary.name))?.status,
+      200,
+      'a domain that is not primary is still served',
+    );
+    assert.deepEqual(await siteUrls(w.install.id), { home: url(cname), siteurl: url(cname) });
+    const conf = await fs.readFile(path.join(web, 'sites', `${slugOf(w.install.id)}.conf`), 'utf8');
+    assert.equal(conf.includes(old.name), false);
+  });
+
+  it('D1 issue 21: a domain name that could inject configuration is refused with a 400 before anything is stored or routed', async () => {
+    const { w } = await installA();
+    const client = w.owner.client;
+    const before = await client.get(`/v1/installs/${w.install.id}/domains`);
+    const opsBefore = (await routingOps(client, w.install.id)).length;
+    const hostile = [
+      'evil.example.test; include /etc/passwd',
+      'a;b.example.test',
+      'x.example.test{',
+      'a}b.example.test',
+      '"quoted".example.test',
+      "it's.example.test",
+      '$host.example.test',
+      'a b.example.test',
+      'a\tb.example.test',
+      'a\nb.example.test',
+      'line.example.test\nserver_name x',
+      'back\\slash.example.test',
+      'under_score.example.test',
+      'at@sign.example.test',
+      '#comment.example.test',
+    ];
+    for (const name of hostile) {
+      const res = await client.post(`/v1/installs/${w.install.id}/domains`, { name });
+      assert.equal(res.status, 400, `${JSON.stringify(name)}: ${res.status} ${JSON.stringify(res.body)}`);
+      const bulk = await client.post(`/v1/installs/${w.install.id}/domains/bulk`, {
+        domains: [{ name: uniqueDomain('ok') }, { name }],
+      });
+      assert.equal(bulk.status, 400, `bulk ${JSON.stringify(name)}: ${bulk.status}`);
+    }
+    const after = await client.get(`/v1/installs/${w.install.id}/domains`);
+    assert.equal(after.body.count, before.body.count, 'nothing was stored');
+    assert.equal((await routingOps(client, w.install.id)).length, opsBefore, 'nothing was routed');
+  });
+
+  it('issue 21: nginx -t failing (fault injected) fails the apply_routing operation after its retries; the sites served before still answer and the new name is not served', async () => {
+    const { w, cname } = await installA();
+    const client = w.owner.client;
+    const broken = path.join(web, 'sites', 'zz-broken.conf');
+    await fs.writeFile(broken, 'server { listen oops; \n');
+    const name = uniqueDomain('late');
+    const before = await routingOps(client, w.install.id);
+    try {
+      await addDomain(client, w.install.id, name);
+      await t.runJobs();
+      const op = await newRoutingOp(client, w.install.id, before);
+      assert.equal(op.status, 'failed', JSON.stringify(op));
+      assert.match(String(op?.error), /nginx refused the new configuration, the running one is kept/);
+      const page = await get(port, cname);
+      assert.equal(page?.status, 200);
+      assert.match(page?.body ?? '', /Hello world!/);
+      assert.equal(await get(port, name), null, 'the refused configuration is not live');
+    } finally {
+      await fs.rm(broken, { force: true });
+    }
+    // The next change applies the whole state again, the name refused before included.
+    const failed = await routingOps(client, w.install.id);
+    const other = await addDomain(client, w.install.id, uniqueDomain('next'));
+    await t.runJobs();
+    assert.equal((await newRoutingOp(client, w.install.id, failed)).status, 'completed');
+    assert.equal(
+      (
+        await until(
+          () => get(port, name),
+          (r) => r?.status === 200,
+        )
+      )?.status,
+      200,
+    );
+    assert.equal((await get(port, other.name))?.status, 200);
+  });
+
+  // Install B: a certificate, then the install's deletion.
+  let b: (Awaited<ReturnType<typeof served>> & { name: string; serial: string }) | undefined;
+
+  it("L1 L2 issue 21: an imported certificate (the test's own CA) is served by SNI on HOSTING_HTTPS_PORT; its key is 0600 and root's, out of the install's PHP's reach; home becomes https", async () => {
+    const s = await served();
+    const client = s.w.owner.client;
+    const name = uniqueDomain('tls');
+    await addDomain(client, s.w.install.id, name, { primary: true });
+    await t.runJobs();
+    // No certificate yet: nothing listens on the HTTPS port (it is bound once one is served).
+    assert.equal(servedSerial(tlsPort, name), null);
+    const leaf = pki.leaf({ names: [name] });
+    const before = await routingOps(client, s.w.install.id);
+    const imported = await client.post(`/v1/installs/${s.w.install.id}/ssl_certificates/third_party`, {
+      certificate: b64(leaf.certPem + pki.intermediate.certPem),
+      private_key: b64(leaf.keyPem),
+    });
+    assert.equal(imported.status, 200, JSON.stringify(imported.body));
+    await t.runJobs();
+    assert.equal((await newRoutingOp(client, s.w.install.id, before)).status, 'completed');
+    const serial = serialOf(leaf.certPem);
+    assert.equal(servedSerial(tlsPort, name), serial);
+    // A name no certificate covers: the handshake is refused, no certificate is shown.
+    assert.equal(servedSerial(tlsPort, `nobody.${name}`), null);
+    const page = await until(
+      () => getTls(tlsPort, name, pki.root.certPem),
+      (r) => r?.status === 200,
+    );
+    assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 300));
+    assert.match(page?.body ?? '', /Hello world!/);
+    assert.equal((await siteUrls(s.w.install.id)).home, `https://${name}:${tlsPort}`);
+
+    const tls = path.join(host.paths(s.w.install.id).dir, 'tls');
+    assert.equal((await fs.stat(tls)).mode & 0o777, 0o700);
+    const keys = (await fs.readdir(tls)).filter((n) => n.endsWith('.key'));
+    assert.equal(keys.length, 1);
+    const keyFile = path.join(tls, keys[0] ?? '');
+    const stat = await fs.stat(keyFile);
+    assert.equal(stat.mode & 0o777, 0o600);
+    assert.equal(stat.uid, 0);
+    // The install's PHP cannot read it (nor its directory).
+    const probe = path.join(host.paths(s.w.install.id).public, 'probe.php');
+    await fs.writeFile(
+      probe,
+      `<?php echo @file_get_contents(${JSON.stringify(keyFile)}) === false ? 'DENIED' : 'READ';`,
+    );
+    execFileSync('chown', [`${userOf(s.w.install.id)}:${userOf(s.w.install.id)}`, probe]);
+    const probed = await get(port, s.cname, '/probe.php');
+    assert.equal(probed?.status, 200, JSON.stringify(probed));
+    assert.equal(probed?.body, 'DENIED');
+    await fs.rm(probe);
+    b = { ...s, name, serial };
+  });
+
+  it('issue 21: deleting the install removes its server blocks (reloaded), certificates, pool, user, files and database: its names are no longer served', async () => {
+    assert.ok(b, 'runs after the certificate test');
+    const { w, cname, name } = b;
+    const slug = slugOf(w.install.id);
+    assert.equal((await w.owner.client.delete(`/v1/installs/${w.install.id}`)).status, 204);
+    await t.runJobs();
+    assert.equal(
+      await until(
+        () => get(port, cname),
+        (r) => r === null,
+      ),
+      null,
+    );
+    assert.equal(await get(port, name), null);
+    assert.equal(servedSerial(tlsPort, name), null);
+    assert.equal(existsSync(host.paths(w.install.id).dir), false);
+    for (const file of await fs.readdir(path.join(web, 'sites')))
+      assert.equal((await fs.readFile(path.join(web, 'sites', file), 'utf8')).includes(slug), false, file);
+    assert.equal((await fs.readFile(path.join(web, 'nginx.conf'), 'utf8')).includes(slug), false);
+    assert.equal(existsSync(path.join(web, 'pools', `${slug}.conf`)), false);
+    assert.throws(() => execFileSync('id', ['-u', userOf(w.install.id)], { stdio: 'ignore' }));
+    assert.equal(await host.databaseExists(w.install.id), false);
+    assert.equal(await host.userExists(w.install.id), false);
+    // Install A is still served.
+    const { cname: other } = await installA();
+    assert.equal((await get(port, other))?.status, 200);
+  });
+});
