@@ -1,6 +1,11 @@
-import { type HostplaneClient, HostplaneError } from '@hostplane/client';
+import {
+  type HostplaneClient,
+  HostplaneError,
+  type Operation,
+  OperationFailedError,
+} from '@hostplane/client';
 import { createContext } from 'preact';
-import { useContext } from 'preact/hooks';
+import { useContext, useRef, useState } from 'preact/hooks';
 
 /** What a page uses to reach the API: the generated client, and `run` around every call. */
 export interface Api {
@@ -74,4 +79,98 @@ export function fieldErrorsOf(error: unknown): { fields: Record<string, string>;
   const fields: Record<string, string> = {};
   for (const e of list) fields[e.field] ??= e.message;
   return { fields, message: messageOf(error) };
+}
+
+/**
+ * The field names an API error names, and what a form shows them under: `tags[1]` is also `tags`,
+ * `user.email` is also `email` (the first message for a field wins).
+ */
+export function fieldKeys(field: string): string[] {
+  const base = field.replace(/\[\d+\].*$/, '');
+  const last = base.split('.').pop() ?? base;
+  return [field, base, last];
+}
+
+export interface Submit<A> {
+  /** The form's onSubmit: prevents the navigation and runs the action (one run at a time). */
+  submit: (e?: Event) => Promise<void>;
+  /** Runs the action on one thing (a row's button): the same lifecycle. */
+  run: (arg: A) => Promise<void>;
+  busy: boolean;
+  /** The API's field errors by field name (see fieldKeys). */
+  errors: Record<string, string>;
+  /** The error that belongs to no field (or a summary when there are field errors). */
+  message: string | null;
+}
+
+/**
+ * The submit lifecycle every form of the console shares: busy while it runs, the API's field errors
+ * beside their fields, the other errors as one message. A 401 (back to sign-in) and a 503 (the retry
+ * banner, with the form and what was typed left as they are) are handled by `api.run` around the
+ * action's calls. An operation that fails is a message: `failed` names it ("The backup failed: ...").
+ */
+export function useSubmit<A = undefined>(
+  action: (api: Api, arg: A) => Promise<unknown>,
+  options: { failed?: string; summary?: string } = {},
+): Submit<A> {
+  const api = useApi();
+  const [busy, setBusy] = useState(false);
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [message, setMessage] = useState<string | null>(null);
+  const running = useRef(false);
+  const run = async (arg: A) => {
+    if (running.current) return;
+    running.current = true;
+    setBusy(true);
+    setErrors({});
+    setMessage(null);
+    try {
+      await action(api, arg);
+    } catch (err) {
+      if (err instanceof OperationFailedError) {
+        setMessage(`${options.failed ?? 'The operation failed'}: ${err.message}`);
+        return;
+      }
+      const { fields, message: text } = fieldErrorsOf(err);
+      const shown: Record<string, string> = {};
+      for (const [field, m] of Object.entries(fields)) for (const key of fieldKeys(field)) shown[key] ??= m;
+      setErrors(shown);
+      setMessage(
+        Object.keys(fields).length > 0
+          ? (options.summary ?? 'Nothing was saved: see the fields below.')
+          : text,
+      );
+    } finally {
+      running.current = false;
+      setBusy(false);
+    }
+  };
+  const submit = (e?: Event) => {
+    e?.preventDefault();
+    return run(undefined as A);
+  };
+  return { submit, run, busy, errors, message };
+}
+
+/**
+ * Follows an operation (the `Location` of a 202, or its id): polls it with back-off (300 ms doubling
+ * to 2 s) through `api.run`, showing each state, and resolves when it is completed (rejects with
+ * OperationFailedError when it failed).
+ */
+export function useOperation(): {
+  operation: Operation | null;
+  follow: (api: Api, location: string) => Promise<Operation>;
+} {
+  const [operation, setOperation] = useState<Operation | null>(null);
+  const follow = (api: Api, location: string) => {
+    setOperation(null);
+    return api.run(() =>
+      api.client.waitForOperation(location, {
+        intervalMs: 300,
+        maxIntervalMs: 2000,
+        onProgress: setOperation,
+      }),
+    );
+  };
+  return { operation, follow };
 }

@@ -1,14 +1,29 @@
 import { render } from 'preact';
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiContext, type Banner, makeApi } from './api.js';
 import { AccountPage } from './pages/account.js';
 import { AccountsPage } from './pages/accounts.js';
 import { InstallPage } from './pages/install.js';
 import { NewSitePage } from './pages/new-site.js';
 import { SignInPage } from './pages/sign-in.js';
+import { SitePage } from './pages/site.js';
+import { SshKeysPage } from './pages/ssh-keys.js';
+import { UsersPage } from './pages/users.js';
 import { href, navigate, useRoute } from './router.js';
 import { type Credential, clearCredential, clientFor, loadCredential, saveCredential } from './session.js';
 import './style.css';
+import { Loading } from './ui.js';
+
+// The usage page carries the chart library: loaded only when it is opened (the first page's budget).
+function LazyUsagePage(props: { accountId: string }) {
+  const [page, setPage] = useState<typeof import('./pages/usage.js') | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    import('./pages/usage.js').then(setPage, (e: Error) => setError(e.message));
+  }, []);
+  if (error) return <p role="alert">The usage page could not be loaded: {error}</p>;
+  return page ? <page.UsagePage accountId={props.accountId} /> : <Loading />;
+}
 
 function App() {
   const route = useRoute();
@@ -66,7 +81,11 @@ function App() {
         {route.page === 'accounts' && <AccountsPage />}
         {route.page === 'account' && <AccountPage accountId={route.accountId} key={route.accountId} />}
         {route.page === 'new-site' && <NewSitePage accountId={route.accountId} key={route.accountId} />}
+        {route.page === 'site' && <SitePage siteId={route.siteId} key={route.siteId} />}
         {route.page === 'install' && <InstallPage installId={route.installId} key={route.installId} />}
+        {route.page === 'users' && <UsersPage accountId={route.accountId} key={route.accountId} />}
+        {route.page === 'usage' && <LazyUsagePage accountId={route.accountId} key={route.accountId} />}
+        {route.page === 'ssh-keys' && <SshKeysPage />}
       </Shell>
     </ApiContext.Provider>
   );
@@ -85,6 +104,7 @@ function Shell(props: { children: preact.ComponentChildren; user?: string; onSig
         </a>
         {props.user && (
           <nav aria-label="Account">
+            <a href={href.sshKeys()}>SSH keys</a>
             <span class="who">{props.user}</span>
             <button type="button" class="link" onClick={props.onSignOut}>
               Sign out

@@ -1,5 +1,6 @@
+import type { Operation } from '@hostplane/client';
 import type { ComponentChildren } from 'preact';
-import { useId } from 'preact/hooks';
+import { useEffect, useId, useRef } from 'preact/hooks';
 
 /** A labelled input with the API's error for it beside it (aria-describedby, aria-invalid). */
 export function Field(props: {
@@ -63,4 +64,101 @@ export function Loading() {
       Loading…
     </p>
   );
+}
+
+/** A labelled select with the API's error for it beside it. */
+export function Select(props: {
+  label: string;
+  name: string;
+  value: string;
+  options: { value: string; label: string }[];
+  onChange: (value: string) => void;
+  error?: string | undefined;
+}) {
+  const id = useId();
+  const errorId = `${id}-error`;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <select
+        id={id}
+        name={props.name}
+        value={props.value}
+        aria-invalid={props.error ? 'true' : undefined}
+        aria-describedby={props.error ? errorId : undefined}
+        onChange={(e) => props.onChange((e.currentTarget as HTMLSelectElement).value)}
+      >
+        {props.options.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+      {props.error && (
+        <p class="field-error" id={errorId} data-field={props.name}>
+          {props.error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** What a followed operation is doing now, announced politely (role=status). */
+export function OperationStatus(props: { label: string; operation: Operation | null; testId?: string }) {
+  const op = props.operation;
+  return (
+    <p role="status" aria-live="polite" data-testid={props.testId ?? 'operation-status'}>
+      {op && `${props.label} operation: ${op.status.replace('_', ' ')}`}
+      {op && op.status !== 'completed' && op.status !== 'failed' && (
+        <progress class="op-progress" aria-label={`${props.label} in progress`} />
+      )}
+    </p>
+  );
+}
+
+/**
+ * A confirmation in a modal <dialog> (focus moves into it, Escape cancels): `children` says what
+ * happens; nothing is done until the confirm button is pressed.
+ */
+export function Confirm(props: {
+  title: string;
+  confirm: string;
+  children: ComponentChildren;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  useEffect(() => {
+    const dialog = ref.current;
+    if (dialog && !dialog.open) dialog.showModal();
+    return () => dialog?.close();
+  }, []);
+  return (
+    <dialog ref={ref} aria-labelledby={titleId} onCancel={props.onCancel} class="confirm">
+      <h2 id={titleId}>{props.title}</h2>
+      {props.children}
+      <div class="actions">
+        <button type="button" class="danger" onClick={props.onConfirm}>
+          {props.confirm}
+        </button>
+        <button type="button" class="secondary" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+/** Bytes for people (binary units). */
+export function formatBytes(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  let n = Number(value);
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let u = 0;
+  while (n >= 1024 && u < units.length - 1) {
+    n /= 1024;
+    u++;
+  }
+  return `${u === 0 ? n : n.toFixed(1)} ${units[u]}`;
 }

@@ -43,6 +43,14 @@ export function AccountPage(props: { accountId: string }) {
       <h1>{data ? `Sites of ${data.name}` : 'Sites'}</h1>
       {error && <Alert>{error}</Alert>}
       {!data && !error && <Loading />}
+      <ul class="subnav" aria-label="This account">
+        <li>
+          <a href={href.users(props.accountId)}>Users and invitations</a>
+        </li>
+        <li>
+          <a href={href.usage(props.accountId)}>Usage</a>
+        </li>
+      </ul>
       <p>
         <a class="button" href={href.newSite(props.accountId)}>
           New site
@@ -53,7 +61,9 @@ export function AccountPage(props: { accountId: string }) {
         <ul class="cards">
           {data.sites.map((site) => (
             <li key={site.id}>
-              <h2>{site.name}</h2>
+              <h2>
+                <a href={href.site(site.id)}>{site.name}</a>
+              </h2>
               {site.group_name && <p class="muted">Group: {site.group_name}</p>}
               {site.installs.length === 0 ? (
                 <p class="muted">No install.</p>

@@ -1,8 +1,8 @@
-import { type Operation, OperationFailedError, type paths } from '@hostplane/client';
+import type { paths } from '@hostplane/client';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { fieldErrorsOf, messageOf, useApi } from '../api.js';
+import { type Api, messageOf, useApi, useOperation, useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, Field, Loading } from '../ui.js';
+import { Alert, Confirm, Field, formatBytes, Loading, OperationStatus, Select } from '../ui.js';
 
 type Json<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
   responses: { 200: { content: { 'application/json': infer T } } };
@@ -12,14 +12,29 @@ type Json<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends
 type Install = Json<'/v1/installs/{install_id}', 'get'>;
 type Domain = Json<'/v1/installs/{install_id}/domains', 'get'> extends { results: (infer D)[] } ? D : never;
 type Backup = Json<'/v1/installs/{install_id}/backups', 'get'> extends { results: (infer B)[] } ? B : never;
+type Certificate = Json<'/v1/installs/{install_id}/ssl_certificates', 'get'>['certificates'][number];
+type Usage = Json<'/v1/installs/{install_id}/usage', 'get'>;
+type Sibling = Json<'/v1/installs', 'get'>['results'][number];
 
-/** An install with its domains and backups: three reads side by side, then each part on its own. */
+const emailList = (text: string) =>
+  text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/**
+ * An install with its domains, certificates, backups and disk usage: five reads side by side, then
+ * the account's other installs (the copy destinations); two levels, no deeper.
+ */
 export function InstallPage(props: { installId: string }) {
   const api = useApi();
   const install_id = props.installId;
   const [install, setInstall] = useState<Install | null>(null);
   const [domains, setDomains] = useState<Domain[] | null>(null);
   const [backups, setBackups] = useState<Backup[] | null>(null);
+  const [certificates, setCertificates] = useState<Certificate[] | null>(null);
+  const [usage, setUsage] = useState<Usage | null>(null);
+  const [siblings, setSiblings] = useState<Sibling[] | null>(null);
   const [error, setError] = useState<string | null>(null);
 
   const path = { path: { install_id } };
@@ -37,6 +52,10 @@ export function InstallPage(props: { installId: string }) {
         .then((page) => page.results),
     [api, install_id],
   );
+  const loadUsage = useCallback(
+    () => api.client.get('/v1/installs/{install_id}/usage', { params: path }),
+    [api, install_id],
+  );
   useEffect(() => {
     api
       .run(() =>
@@ -44,14 +63,26 @@ export function InstallPage(props: { installId: string }) {
           api.client.get('/v1/installs/{install_id}', { params: path }),
           loadDomains(),
           loadBackups(),
+          api.client
+            .get('/v1/installs/{install_id}/ssl_certificates', { params: { ...path, query: { limit: 50 } } })
+            .then((c) => c.certificates),
+          loadUsage(),
         ]),
       )
+      .then(([i, d, b, c, u]) => {
+        setInstall(i);
+        setDomains(d);
+        setBackups(b);
+        setCertificates(c);
+        setUsage(u);
+        return api.run(() =>
+          api.client.listAll((page) =>
+            api.client.get('/v1/installs', { params: { query: { ...page, account_id: i.account.id } } }),
+          ),
+        );
+      })
       .then(
-        ([i, d, b]) => {
-          setInstall(i);
-          setDomains(d);
-          setBackups(b);
-        },
+        (all) => setSiblings(all.filter((s) => s.id !== install_id)),
         (e) => setError(messageOf(e)),
       );
   }, [api, install_id]);
@@ -64,6 +95,12 @@ export function InstallPage(props: { installId: string }) {
           <>
             {' / '}
             <a href={href.account(install.account.id)}>Sites</a>
+            {install.site && (
+              <>
+                {' / '}
+                <a href={href.site(install.site.id)}>Site</a>
+              </>
+            )}
           </>
         )}
       </p>
@@ -91,46 +128,31 @@ export function InstallPage(props: { installId: string }) {
           reload={() => api.run(loadDomains).then(setDomains)}
         />
       )}
-      {backups && (
-        <Backups
-          installId={install_id}
-          backups={backups}
-          reload={() => api.run(loadBackups).then(setBackups)}
-        />
+      {certificates && <Certificates certificates={certificates} />}
+      {install && backups && (
+        <Backups install={install} backups={backups} reload={() => api.run(loadBackups).then(setBackups)} />
+      )}
+      {install && siblings && <CopyInstall install={install} destinations={siblings} />}
+      {install && <PurgeCache installId={install_id} />}
+      {install && usage && (
+        <DiskUsage installId={install_id} usage={usage} reload={() => api.run(loadUsage).then(setUsage)} />
       )}
     </section>
   );
 }
 
 function Domains(props: { installId: string; domains: Domain[]; reload: () => Promise<void> }) {
-  const api = useApi();
   const [name, setName] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [message, setMessage] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setErrors({});
-    setMessage(null);
-    try {
-      await api.run(() =>
-        api.client.post('/v1/installs/{install_id}/domains', {
-          params: { path: { install_id: props.installId } },
-          body: { name },
-        }),
-      );
-      setName('');
-      await props.reload();
-    } catch (err) {
-      const { fields, message: text } = fieldErrorsOf(err);
-      setErrors(fields);
-      if (!fields.name) setMessage(text);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { submit, busy, errors, message } = useSubmit(async (api) => {
+    await api.run(() =>
+      api.client.post('/v1/installs/{install_id}/domains', {
+        params: { path: { install_id: props.installId } },
+        body: { name },
+      }),
+    );
+    setName('');
+    await props.reload();
+  });
 
   return (
     <section aria-labelledby="domains-title">
@@ -209,59 +231,91 @@ function VerificationRecord(props: { name: string; value: string }) {
   );
 }
 
-function Backups(props: { installId: string; backups: Backup[]; reload: () => Promise<void> }) {
-  const api = useApi();
+/** Days from now to an instant, for "expires in N days". */
+function daysUntil(iso: string): number {
+  return Math.floor((Date.parse(iso) - Date.now()) / 86_400_000);
+}
+
+function Certificates(props: { certificates: Certificate[] }) {
+  return (
+    <section aria-labelledby="certificates-title">
+      <h2 id="certificates-title">Certificates</h2>
+      {props.certificates.length === 0 ? (
+        <p>No imported certificate.</p>
+      ) : (
+        <div class="table-scroll">
+          <table data-testid="certificates">
+            <caption class="sr-only">Certificates and when they expire</caption>
+            <thead>
+              <tr>
+                <th scope="col">Common name</th>
+                <th scope="col">Domains</th>
+                <th scope="col">Status</th>
+                <th scope="col">Expires</th>
+              </tr>
+            </thead>
+            <tbody>
+              {props.certificates.map((c) => {
+                const days = daysUntil(c.expires_time);
+                return (
+                  <tr key={c.uuid}>
+                    <td>{c.common_name}</td>
+                    <td>{c.domains.join(', ')}</td>
+                    <td>{c.status.toLowerCase()}</td>
+                    <td>
+                      <time dateTime={c.expires_time}>{c.expires_time.slice(0, 10)}</time>{' '}
+                      <span class={days < 14 ? 'field-error' : 'muted'}>
+                        {days < 0 ? '(expired)' : `(in ${days} day${days === 1 ? '' : 's'})`}
+                      </span>
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function Backups(props: { install: Install; backups: Backup[]; reload: () => Promise<void> }) {
+  const install_id = props.install.id;
   const [description, setDescription] = useState('');
   const [emails, setEmails] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [message, setMessage] = useState<string | null>(null);
-  const [operation, setOperation] = useState<Operation | null>(null);
-  const [busy, setBusy] = useState(false);
-
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setErrors({});
-    setMessage(null);
-    setOperation(null);
-    try {
-      const notification_emails = emails
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
+  const backup = useOperation();
+  const take = useSubmit(
+    async (api) => {
       const started = await api.run(() =>
         api.client.post('/v1/installs/{install_id}/backups', {
-          params: { path: { install_id: props.installId } },
-          body: { description, notification_emails },
+          params: { path: { install_id } },
+          body: { description, notification_emails: emailList(emails) },
         }),
       );
       await props.reload();
-      const location = started.location;
-      if (location) {
-        // Polls the operation with back-off (the client doubles the delay up to 4 s), then the list.
-        await api.run(() =>
-          api.client.waitForOperation(location, {
-            intervalMs: 300,
-            maxIntervalMs: 4000,
-            onProgress: setOperation,
-          }),
-        );
-        await props.reload();
-      }
+      // Polls the operation with back-off, then the list.
+      if (started.location) await backup.follow(api, started.location);
+      await props.reload();
       setDescription('');
-    } catch (err) {
-      if (err instanceof OperationFailedError) {
-        setMessage(`The backup failed: ${err.message}`);
-      } else {
-        const { fields, message: text } = fieldErrorsOf(err);
-        const emailError = Object.entries(fields).find(([f]) => f.startsWith('notification_emails'))?.[1];
-        setErrors({ ...fields, ...(emailError && { notification_emails: emailError }) });
-        if (Object.keys(fields).length === 0) setMessage(text);
-      }
-    } finally {
-      setBusy(false);
-    }
-  };
+    },
+    { failed: 'The backup failed' },
+  );
+
+  const [restoring, setRestoring] = useState<Backup | null>(null);
+  const restore = useOperation();
+  const runRestore = useSubmit(
+    async (api, chosen: Backup) => {
+      setRestoring(null);
+      const started = await api.run(() =>
+        api.client.post('/v1/installs/{install_id}/backups/{backup_id}/restore', {
+          params: { path: { install_id, backup_id: chosen.id } },
+          body: { notification_emails: emailList(emails) },
+        }),
+      );
+      if (started.location) await restore.follow(api, started.location);
+    },
+    { failed: 'The restore failed' },
+  );
 
   return (
     <section aria-labelledby="backups-title">
@@ -269,50 +323,229 @@ function Backups(props: { installId: string; backups: Backup[]; reload: () => Pr
       {props.backups.length === 0 ? (
         <p>No backup yet.</p>
       ) : (
-        <table>
-          <caption class="sr-only">Backups, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Description</th>
-              <th scope="col">Status</th>
-              <th scope="col">Taken</th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.backups.map((b) => (
-              <tr key={b.id}>
-                <td>{b.description}</td>
-                <td data-testid="backup-status">{b.status}</td>
-                <td>{new Date(b.create_time).toLocaleString()}</td>
+        <div class="table-scroll">
+          <table>
+            <caption class="sr-only">Backups, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Description</th>
+                <th scope="col">Status</th>
+                <th scope="col">Taken</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {props.backups.map((b) => (
+                <tr key={b.id}>
+                  <td>{b.description}</td>
+                  <td data-testid="backup-status">{b.status}</td>
+                  <td>{new Date(b.create_time).toLocaleString()}</td>
+                  <td>
+                    {b.status === 'completed' && (
+                      <button
+                        type="button"
+                        class="secondary"
+                        disabled={runRestore.busy}
+                        aria-label={`Restore the backup ${b.description}`}
+                        onClick={() => setRestoring(b)}
+                      >
+                        Restore
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
-      <form onSubmit={submit} aria-label="Take a backup" noValidate>
-        {message && <Alert>{message}</Alert>}
+      {restoring && (
+        <Confirm
+          title="Restore this backup?"
+          confirm={`Overwrite ${props.install.name}`}
+          onConfirm={() => runRestore.run(restoring)}
+          onCancel={() => setRestoring(null)}
+        >
+          <p data-testid="restore-warning">
+            The files and the database of the install <strong>{props.install.name}</strong> (
+            {props.install.environment ?? 'no environment'}) will be overwritten with the backup “
+            {restoring.description}” taken {new Date(restoring.create_time).toLocaleString()}. Changes made
+            since then are lost.
+          </p>
+        </Confirm>
+      )}
+      {runRestore.message && <Alert>{runRestore.message}</Alert>}
+      <OperationStatus label="Restore" operation={restore.operation} testId="restore-status" />
+      <form onSubmit={take.submit} aria-label="Take a backup" noValidate>
+        {take.message && <Alert>{take.message}</Alert>}
         <Field
           label="Description"
           name="description"
           value={description}
           onInput={setDescription}
-          error={errors.description}
+          error={take.errors.description}
         />
         <Field
           label="Notify (email addresses)"
           name="notification_emails"
           value={emails}
           onInput={setEmails}
-          hint="Separated by commas."
-          error={errors.notification_emails}
+          hint="Separated by commas; also told when a restore ends."
+          error={take.errors.notification_emails ?? runRestore.errors.notification_emails}
         />
-        <button type="submit" disabled={busy}>
-          {busy ? 'Backing up…' : 'Take a backup'}
+        <button type="submit" disabled={take.busy}>
+          {take.busy ? 'Backing up…' : 'Take a backup'}
         </button>
       </form>
-      <p role="status" aria-live="polite" data-testid="operation-status">
-        {operation && `Backup operation: ${operation.status.replace('_', ' ')}`}
-      </p>
+      <OperationStatus label="Backup" operation={backup.operation} />
+    </section>
+  );
+}
+
+const describeInstall = (i: { name: string; environment: string | null }) =>
+  `${i.name} (${i.environment ?? 'no environment'})`;
+
+function CopyInstall(props: { install: Install; destinations: Sibling[] }) {
+  const [destination, setDestination] = useState(props.destinations[0]?.id ?? '');
+  const [confirming, setConfirming] = useState(false);
+  const copy = useOperation();
+  const target = props.destinations.find((d) => d.id === destination);
+  const run = useSubmit(
+    async (api: Api) => {
+      setConfirming(false);
+      const started = await api.run(() =>
+        api.client.post('/v1/install_copy', {
+          body: { source_environment_id: props.install.id, destination_environment_id: destination },
+        }),
+      );
+      if (started.location) await copy.follow(api, started.location);
+    },
+    { failed: 'The copy failed' },
+  );
+  return (
+    <section aria-labelledby="copy-title">
+      <h2 id="copy-title">Copy to another environment</h2>
+      {props.destinations.length === 0 ? (
+        <p>This account has no other install to copy to.</p>
+      ) : (
+        <form
+          aria-label="Copy to another environment"
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault();
+            setConfirming(true);
+          }}
+        >
+          {run.message && <Alert>{run.message}</Alert>}
+          <Select
+            label="Destination install"
+            name="destination_environment_id"
+            value={destination}
+            onChange={setDestination}
+            options={props.destinations.map((d) => ({ value: d.id, label: describeInstall(d) }))}
+            error={run.errors.destination_environment_id}
+          />
+          <button type="submit" disabled={run.busy || !target}>
+            {run.busy ? 'Copying…' : 'Copy…'}
+          </button>
+        </form>
+      )}
+      {confirming && target && (
+        <Confirm
+          title="Copy this install?"
+          confirm={`Overwrite ${target.name}`}
+          onConfirm={() => run.submit()}
+          onCancel={() => setConfirming(false)}
+        >
+          <p data-testid="copy-warning">
+            The files and the database of <strong>{describeInstall(target)}</strong> will be overwritten with
+            those of {describeInstall(props.install)}.
+          </p>
+        </Confirm>
+      )}
+      <OperationStatus label="Copy" operation={copy.operation} testId="copy-status" />
+    </section>
+  );
+}
+
+function PurgeCache(props: { installId: string }) {
+  const [type, setType] = useState<'object' | 'page' | 'cdn'>('page');
+  const purge = useOperation();
+  const run = useSubmit(
+    async (api) => {
+      const started = await api.run(() =>
+        api.client.post('/v1/installs/{install_id}/purge_cache', {
+          params: { path: { install_id: props.installId } },
+          body: { type },
+        }),
+      );
+      if (started.location) await purge.follow(api, started.location);
+    },
+    { failed: 'The purge failed' },
+  );
+  return (
+    <section aria-labelledby="purge-title">
+      <h2 id="purge-title">Cache</h2>
+      <form onSubmit={run.submit} aria-label="Purge the cache" noValidate>
+        {run.message && <Alert>{run.message}</Alert>}
+        <Select
+          label="Cache to purge"
+          name="type"
+          value={type}
+          onChange={(v) => setType(v as typeof type)}
+          options={[
+            { value: 'page', label: 'Page cache' },
+            { value: 'object', label: 'Object cache' },
+            { value: 'cdn', label: 'CDN' },
+          ]}
+          error={run.errors.type}
+        />
+        <button type="submit" disabled={run.busy}>
+          {run.busy ? 'Purging…' : 'Purge'}
+        </button>
+      </form>
+      <OperationStatus label="Purge" operation={purge.operation} testId="purge-status" />
+    </section>
+  );
+}
+
+function DiskUsage(props: { installId: string; usage: Usage; reload: () => Promise<void> }) {
+  const refresh = useOperation();
+  const run = useSubmit(
+    async (api) => {
+      const started = await api.run(() =>
+        api.client.post('/v1/installs/{install_id}/usage/refresh_disk_usage', {
+          params: { path: { install_id: props.installId } },
+        }),
+      );
+      if (started.location) await refresh.follow(api, started.location);
+      await props.reload();
+    },
+    { failed: 'The disk usage refresh failed' },
+  );
+  const rollup = props.usage.metrics_rollup;
+  return (
+    <section aria-labelledby="disk-title">
+      <h2 id="disk-title">Disk usage</h2>
+      <dl class="facts" data-testid="disk-usage">
+        <dt>Files</dt>
+        <dd>{formatBytes(rollup.storage_file_bytes.latest?.value)}</dd>
+        <dt>Database</dt>
+        <dd>{formatBytes(rollup.storage_database_bytes.latest?.value)}</dd>
+        <dt>Measured</dt>
+        <dd>
+          {props.usage.storage_update_time
+            ? new Date(props.usage.storage_update_time).toLocaleString()
+            : 'not yet'}
+        </dd>
+      </dl>
+      {run.message && <Alert>{run.message}</Alert>}
+      <button type="button" onClick={() => run.submit()} disabled={run.busy}>
+        {run.busy ? 'Measuring…' : 'Refresh disk usage'}
+      </button>
+      <OperationStatus label="Disk usage" operation={refresh.operation} testId="disk-status" />
     </section>
   );
 }

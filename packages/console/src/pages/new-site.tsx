@@ -1,24 +1,15 @@
 import { useState } from 'preact/hooks';
-import { fieldErrorsOf, useApi } from '../api.js';
+import { useSubmit } from '../api.js';
 import { href, navigate } from '../router.js';
 import { Alert, Field } from '../ui.js';
 
 /** POST /v1/sites; the API's own field errors are shown beside their fields. */
 export function NewSitePage(props: { accountId: string }) {
-  const api = useApi();
   const [name, setName] = useState('');
   const [group, setGroup] = useState('');
   const [tags, setTags] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [message, setMessage] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setErrors({});
-    setMessage(null);
-    try {
+  const { submit, busy, errors, message } = useSubmit(
+    async (api) => {
       const tagList = tags
         .split(',')
         .map((t) => t.trim())
@@ -34,16 +25,10 @@ export function NewSitePage(props: { accountId: string }) {
         }),
       );
       navigate(href.account(props.accountId));
-    } catch (err) {
-      const { fields, message: text } = fieldErrorsOf(err);
-      setErrors(fields);
-      setMessage(Object.keys(fields).length > 0 ? 'The site was not created: see the fields below.' : text);
-    } finally {
-      setBusy(false);
-    }
-  };
+    },
+    { summary: 'The site was not created: see the fields below.' },
+  );
 
-  const tagError = Object.entries(errors).find(([field]) => field.startsWith('tags'))?.[1];
   return (
     <section class="narrow">
       <p class="crumbs">
@@ -66,7 +51,7 @@ export function NewSitePage(props: { accountId: string }) {
           value={tags}
           onInput={setTags}
           hint="Separated by commas."
-          error={tagError}
+          error={errors.tags}
         />
         <button type="submit" disabled={busy}>
           {busy ? 'Creating…' : 'Create site'}
