@@ -97,11 +97,23 @@ export async function checkAccessibility(page: Page, what: string) {
 
 /** Nothing wider than the viewport: no horizontal scrolling (a phone, or 200% zoom). */
 export async function checkNoHorizontalOverflow(page: Page, what: string) {
-  const { scrollWidth, innerWidth } = await page.evaluate(() => {
+  const { scrollWidth, innerWidth, widest } = await page.evaluate(() => {
     const g = globalThis as unknown as InPage;
-    return { scrollWidth: g.document.scrollingElement?.scrollWidth ?? 0, innerWidth: g.innerWidth };
+    // The elements that reach past the right edge (named in the failure message).
+    // biome-ignore lint/suspicious/noExplicitAny: the page's DOM
+    const all = [...(g.document as any).querySelectorAll('body *')] as any[];
+    const widest = all
+      .filter((e) => e.getBoundingClientRect().right > g.innerWidth + 0.5 && !e.closest('.table-scroll'))
+      .slice(-3)
+      .map(
+        (e) => `${e.tagName.toLowerCase()}.${e.className} (${Math.round(e.getBoundingClientRect().right)})`,
+      );
+    return { scrollWidth: g.document.scrollingElement?.scrollWidth ?? 0, innerWidth: g.innerWidth, widest };
   });
-  assert.ok(scrollWidth <= innerWidth, `${what}: scrollWidth ${scrollWidth} > innerWidth ${innerWidth}`);
+  assert.ok(
+    scrollWidth <= innerWidth,
+    `${what}: scrollWidth ${scrollWidth} > innerWidth ${innerWidth}: ${widest.join(', ')}`,
+  );
 }
 
 export async function keep(page: Page, name: string) {
@@ -120,15 +132,19 @@ export async function signIn(page: Page, base: string, member: Member) {
 
 /**
  * Watches the API requests (`/v1/...`) a page makes, to measure its request waterfall: a request is
- * one level deeper than the deepest request that had finished before it started (Chromium's timing).
+ * one level deeper than the deepest request that had finished before it started.
  */
 export function watchApiRequests(page: Page) {
+  // Times as the events arrive from Chromium (in order: a request's start is announced when the page
+  // calls fetch, before any later answer), not Request.timing() (-1 when a timing is missing).
+  const started = new Map<unknown, number>();
   const done: { path: string; start: number; end: number }[] = [];
+  page.on('request', (request) => started.set(request, performance.now()));
   page.on('requestfinished', (request) => {
     const url = new URL(request.url());
-    if (!url.pathname.startsWith('/v1/')) return;
-    const timing = request.timing();
-    done.push({ path: url.pathname, start: timing.startTime, end: timing.startTime + timing.responseEnd });
+    const start = started.get(request);
+    if (!url.pathname.startsWith('/v1/') || start === undefined) return;
+    done.push({ path: url.pathname, start, end: performance.now() });
   });
   return {
     reset() {

@@ -162,3 +162,16 @@ export function formatBytes(value: string | number | null | undefined): string {
   }
   return `${u === 0 ? n : n.toFixed(1)} ${units[u]}`;
 }
+
+/**
+ * A wide table's box: it scrolls sideways on a narrow screen instead of widening the page, and can
+ * be focused to scroll it with the keyboard (axe: scrollable-region-focusable).
+ */
+export function TableScroll(props: { label: string; children: ComponentChildren }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard
+    <section class="table-scroll" tabIndex={0} aria-label={props.label}>
+      {props.children}
+    </section>
+  );
+}

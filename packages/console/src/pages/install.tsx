@@ -2,7 +2,7 @@ import type { paths } from '@hostplane/client';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { type Api, messageOf, useApi, useOperation, useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, Confirm, Field, formatBytes, Loading, OperationStatus, Select } from '../ui.js';
+import { Alert, Confirm, Field, formatBytes, Loading, OperationStatus, Select, TableScroll } from '../ui.js';
 
 type Json<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
   responses: { 200: { content: { 'application/json': infer T } } };
@@ -243,7 +243,7 @@ function Certificates(props: { certificates: Certificate[] }) {
       {props.certificates.length === 0 ? (
         <p>No imported certificate.</p>
       ) : (
-        <div class="table-scroll">
+        <TableScroll label="Certificates and when they expire">
           <table data-testid="certificates">
             <caption class="sr-only">Certificates and when they expire</caption>
             <thead>
@@ -273,7 +273,7 @@ function Certificates(props: { certificates: Certificate[] }) {
               })}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
     </section>
   );
@@ -323,7 +323,7 @@ function Backups(props: { install: Install; backups: Backup[]; reload: () => Pro
       {props.backups.length === 0 ? (
         <p>No backup yet.</p>
       ) : (
-        <div class="table-scroll">
+        <TableScroll label="Backups, newest first">
           <table>
             <caption class="sr-only">Backups, newest first</caption>
             <thead>
@@ -359,7 +359,7 @@ function Backups(props: { install: Install; backups: Backup[]; reload: () => Pro
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
       {restoring && (
         <Confirm

@@ -2,7 +2,7 @@ import type { paths } from '@hostplane/client';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { messageOf, useApi, useOperation, useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, Confirm, Field, Loading, OperationStatus, Select } from '../ui.js';
+import { Alert, Confirm, Field, Loading, OperationStatus, Select, TableScroll } from '../ui.js';
 
 type Json<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
   responses: { 200: { content: { 'application/json': infer T } } };
@@ -170,7 +170,7 @@ function Installs(props: { site: Site; installs: Map<string, Install>; reload: (
       {props.site.installs.length === 0 ? (
         <p>No install yet.</p>
       ) : (
-        <div class="table-scroll">
+        <TableScroll label={`Installs of ${props.site.name}`}>
           <table>
             <caption class="sr-only">Installs of {props.site.name}</caption>
             <thead>
@@ -192,7 +192,7 @@ function Installs(props: { site: Site; installs: Map<string, Install>; reload: (
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
       <form onSubmit={submit} aria-label="New install" noValidate>
         <h3>New install</h3>
@@ -275,7 +275,7 @@ function Transfers(props: {
       {props.transfers.length === 0 ? (
         <p>No transfer.</p>
       ) : (
-        <div class="table-scroll">
+        <TableScroll label="Transfers of this site">
           <table data-testid="transfers">
             <caption class="sr-only">Transfers of this site</caption>
             <thead>
@@ -316,7 +316,7 @@ function Transfers(props: {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
       {cancelling && (
         <Confirm

@@ -1,7 +1,7 @@
 import type { paths } from '@hostplane/client';
 import { useCallback, useEffect, useId, useState } from 'preact/hooks';
 import { messageOf, useApi, useSubmit } from '../api.js';
-import { Alert, Confirm, Loading } from '../ui.js';
+import { Alert, Confirm, Loading, TableScroll } from '../ui.js';
 
 type SshKey =
   paths['/v1/ssh_keys']['get']['responses'][200]['content']['application/json']['results'][number];
@@ -47,7 +47,7 @@ export function SshKeysPage() {
       {!keys && !error && <Loading />}
       {keys && keys.length === 0 && <p>No SSH key yet.</p>}
       {keys && keys.length > 0 && (
-        <div class="table-scroll">
+        <TableScroll label="Your SSH keys">
           <table data-testid="ssh-keys">
             <caption class="sr-only">Your SSH keys</caption>
             <thead>
@@ -82,7 +82,7 @@ export function SshKeysPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
       {deleting && (
         <Confirm

@@ -4,7 +4,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, formatBytes, Loading, Select } from '../ui.js';
+import { Alert, formatBytes, Loading, Select, TableScroll } from '../ui.js';
 
 // This module (and uPlot with it) is loaded only when the usage page is opened (main.tsx).
 
@@ -205,7 +205,7 @@ function Chart(props: { usage: AccountUsage; metric: (typeof METRICS)[number] })
       {lines.length === 0 ? (
         <p>No environment has usage in this window.</p>
       ) : (
-        <div class="table-scroll">
+        <TableScroll label={`${props.metric.label} per day and environment`}>
           <table data-testid="usage-table">
             <caption class="sr-only">{props.metric.label} per day and environment</caption>
             <thead>
@@ -231,7 +231,7 @@ function Chart(props: { usage: AccountUsage; metric: (typeof METRICS)[number] })
               )}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
     </figure>
   );

@@ -2,7 +2,7 @@ import type { paths } from '@hostplane/client';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { messageOf, useApi, useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, Confirm, Field, Loading, Select } from '../ui.js';
+import { Alert, Confirm, Field, Loading, Select, TableScroll } from '../ui.js';
 
 type AccountUser =
   paths['/v1/accounts/{account_id}/account_users']['get']['responses'][200]['content']['application/json']['results'][number];
@@ -87,7 +87,7 @@ export function UsersPage(props: { accountId: string }) {
   const members = users?.filter((u) => u.invite_accepted) ?? [];
   const invitations = users?.filter((u) => !u.invite_accepted) ?? [];
   const table = (list: AccountUser[], caption: string, testId: string) => (
-    <div class="table-scroll">
+    <TableScroll label={caption}>
       <table data-testid={testId}>
         <caption class="sr-only">{caption}</caption>
         <thead>
@@ -129,7 +129,7 @@ export function UsersPage(props: { accountId: string }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroll>
   );
 
   return (
