@@ -39,4 +39,6 @@ if (isStale()) {
   const result = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
-await import('../dist/cli.js');
+// Issue 20: the bundle of the same build (scripts/bundle.mjs: a few files instead of ~900 modules).
+const bundle = path.join(root, 'dist', 'bundle', 'cli.js');
+await import(fs.existsSync(bundle) ? '../dist/bundle/cli.js' : '../dist/cli.js');

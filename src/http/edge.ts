@@ -95,20 +95,10 @@ export function httpEdge(settings: HttpConfig): HttpEdge {
         responses.set(req.socket, res);
       });
       // Fastify marks the answer to a body it refused (too large, unreadable) with `Connection: close`.
-      // A callback hook: it runs on every response and waits only for a refused body.
-      app.addHook(
-        'onSend',
-        (
-          request: FastifyRequest,
-          reply: FastifyReply,
-          payload: unknown,
-          done: (err: null, payload: unknown) => void,
-        ) => {
-          if (reply.getHeader('connection') !== 'close') return done(null, payload);
-          const send = () => done(null, payload);
-          discardBody(request.raw, drainLimits).then(send, send);
-        },
-      );
+      app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+        if (reply.getHeader('connection') === 'close') await discardBody(request.raw, drainLimits);
+        return payload;
+      });
     },
   };
 }
