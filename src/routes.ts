@@ -11,6 +11,8 @@ import { certificatesRoutes } from './modules/certificates/certificates.routes.j
 import { consoleRoutes } from './modules/console/console.routes.js';
 import { domainsRoutes } from './modules/domains/domains.routes.js';
 import { domainStatusRoutes } from './modules/domains/domains.status.routes.js';
+import { eventsRoutes } from './modules/events/events.routes.js';
+import { webhooksRoutes } from './modules/events/webhooks.routes.js';
 import { installCopyRoutes } from './modules/installs/installs.copy.routes.js';
 import { installsRoutes } from './modules/installs/installs.routes.js';
 import { metricsRoutes } from './modules/metrics/metrics.routes.js';
@@ -102,6 +104,9 @@ export const ROUTE_TABLE: readonly RouteGroup[] = [
       archivesRoutes,
       domainStatusRoutes,
       siteTransfersRoutes,
+      // Issue 22.
+      eventsRoutes,
+      webhooksRoutes,
     ],
   },
   // Issue 13: signed archive links are their own credential (no Basic auth).

@@ -32,6 +32,8 @@ import {
   createDomainStatusService,
 } from './modules/domains/domains.status.service.js';
 import { createTxtResolver } from './modules/domains/txt-resolver.js';
+import { createEventsService } from './modules/events/events.service.js';
+import { createWebhooksService } from './modules/events/webhooks.service.js';
 import { createIdempotencyService } from './modules/idempotency/idempotency.service.js';
 import { createInstallCopyService } from './modules/installs/installs.copy.service.js';
 import {
@@ -90,6 +92,18 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const made = driver ? null : configuredDriver({ config, db, clock, secretKey });
   const hosting = driver ?? (made as HostingDriver);
   const outbox = createOutbox({ db, queue, mailer: mailer ?? createMailer(config), clock });
+  // Issue 22: events are recorded in the transactions of the state changes (below them all).
+  const events = createEventsService({ db, clock, queue });
+  const secretBox = createSecretBox(secretKey, config.secretKeyOld);
+  const webhooks = createWebhooksService({
+    db,
+    clock,
+    queue,
+    outbox,
+    secretBox,
+    allowPrivateTargets: config.webhooks.allowPrivateTargets,
+    timeoutMs: config.webhooks.timeoutMs,
+  });
   // I7: creating an install starts its provisioning operation, which needs operation records only
   // (the operations service reads installs, so it comes after them).
   const operationRecords = createOperationRecords({ clock, queue });
@@ -104,7 +118,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     startProvisioning,
     startDeprovisioning,
   });
-  const operations = createOperationsService({ db, clock, installs, outbox, queue });
+  const operations = createOperationsService({ db, clock, installs, outbox, queue, events });
   const backups = createBackupsService({ db, clock, installs, operations, driver: hosting });
   const installCopy = createInstallCopyService({ db, installs, operations, driver: hosting });
   const usage = createUsageService({ db, clock, installs, operations, driver: hosting });
@@ -120,7 +134,6 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   // status part of certificates needs no domains, so it comes first.
   const { sslStatusOf } = createCertificateCoverage({ db, clock });
   const domains = createDomainsService({ db, clock, installs, resolver, installDomain, sslStatusOf });
-  const secretBox = createSecretBox(secretKey, config.secretKeyOld);
   const trustedRoots = trustedRootsWith(extraTrustedRoots(config.extraCaCertsFile));
   const certificates = createCertificatesService({ db, clock, installs, domains, secretBox, trustedRoots });
   // Issue 13: domain status reports (checkStatus), a job of their own.
@@ -183,9 +196,20 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     // Issue 13.
     'domain-status-check': domainStatusJobs.check,
     order_certificate: certificateOrders.job,
+    'webhook-deliver': {
+      run: ({ delivery_id }) => webhooks.deliver(delivery_id),
+      exhausted: ({ delivery_id }, error) => webhooks.exhausted(delivery_id, error),
+    },
   };
   /** Due work (jobs/due.ts): the sweeper of workers, and the admin clock after a move. */
-  const due = { sweep: () => sweepDue(db, queue, clock), next: () => nextDue(db) };
+  // The 30-day sweep of events rides on the due-work sweeper (at most once a minute).
+  const due = {
+    sweep: async () => {
+      await events.sweep().catch(() => 0);
+      return sweepDue(db, queue, clock);
+    },
+    next: () => nextDue(db),
+  };
   const faults = createFaultsService({ db, clock });
   const reports = createReportsService({ db, clock, sites });
   // Issue 13: the rest of the platform's surface.
@@ -208,6 +232,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     clock,
     authenticator,
     idempotency,
+    events,
+    webhooks,
     accounts,
     sites,
     installs,
