@@ -410,3 +410,20 @@ if (TEST_DB === 'postgres') {
     });
   });
 }
+
+describe('metrics (issue 22)', () => {
+  it('GET /metrics shows the webhook queue: deliveries and attempts by status, the oldest pending, disabled endpoints', async () => {
+    const res = await t.anonymous.get('/metrics');
+    assert.equal(res.status, 200);
+    const text = String(res.raw.body);
+    for (const status of ['pending', 'delivered', 'failed']) {
+      assert.match(text, new RegExp(`hostplane_webhook_deliveries\\{status="${status}"\\} \\d+`));
+      assert.match(text, new RegExp(`hostplane_webhook_delivery_attempts\\{status="${status}"\\} \\d+`));
+    }
+    assert.match(text, /hostplane_webhook_oldest_pending_seconds \d/);
+    // The endpoint of the 3-day test was re-enabled; one disabled by its owner counts.
+    assert.match(text, /hostplane_webhook_disabled_endpoints \d+/);
+    const delivered = /hostplane_webhook_deliveries\{status="delivered"\} (\d+)/.exec(text);
+    assert.ok(Number(delivered?.[1]) > 0, 'the deliveries of the tests above are counted');
+  });
+});

@@ -225,22 +225,3 @@ export function sealedSecrets(db: Db, after: string | null, limit: number) {
     .orderBy(asc(webhookEndpoints.id))
     .limit(limit);
 }
-
-export interface WebhookQueueStats {
-  pending: number;
-  oldest_seconds: number;
-  disabled_endpoints: number;
-}
-
-/** GET /metrics: pending deliveries, the age of the oldest, disabled endpoints. */
-export async function queueStats(db: Db): Promise<WebhookQueueStats> {
-  const [row] = await queryRows<WebhookQueueStats>(
-    db,
-    sql`select
-          (select count(*)::int from webhook_deliveries where status = 'pending') as pending,
-          (select greatest(0, coalesce(extract(epoch from now() - min(created_at)), 0))::float8
-             from webhook_deliveries where status = 'pending') as oldest_seconds,
-          (select count(*)::int from webhook_endpoints where not enabled) as disabled_endpoints`,
-  );
-  return row ?? { pending: 0, oldest_seconds: 0, disabled_endpoints: 0 };
-}

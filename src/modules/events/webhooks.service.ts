@@ -39,8 +39,6 @@ export interface WebhooksDeps {
   timeoutMs: number;
   /** The time signed into `webhook-timestamp` (receivers compare it with their wall clock). */
   wallClock?: () => Date;
-  /** Counts attempts by outcome (GET /metrics). */
-  onAttempt?: (outcome: 'delivered' | 'failed' | 'refused') => void;
 }
 
 export interface EndpointInput {
@@ -119,7 +117,6 @@ export function createWebhooksService(deps: WebhooksDeps) {
 
   async function record(deliveryId: string, result: AttemptResult) {
     const ok = result.status !== null && result.status >= 200 && result.status < 300;
-    deps.onAttempt?.(ok ? 'delivered' : result.error?.startsWith('refused') ? 'refused' : 'failed');
     await withTransaction(db, async (tx) => {
       const d = await repo.findDelivery(tx, deliveryId, true);
       if (d?.status !== 'pending') return;
@@ -357,8 +354,6 @@ export function createWebhooksService(deps: WebhooksDeps) {
 
     /** The job's retries are used up (the database failed every time): the delivery is given up. */
     exhausted: (deliveryId: string, error: string) => abandon(deliveryId, `Delivery failed: ${error}`),
-
-    queueStats: () => repo.queueStats(db),
   };
 }
 

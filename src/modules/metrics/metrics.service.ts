@@ -120,7 +120,26 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
   const operations = gauge('hostplane_operations', 'Operations by type and status', ['type', 'status']);
   const outboxPending = gauge('hostplane_outbox_pending_messages', 'Mail messages not yet sent');
   const outboxOldest = gauge('hostplane_outbox_oldest_pending_seconds', 'Age of the oldest unsent message');
+  // Issue 22: the webhook queue (docs/operations.md, "Webhooks").
+  const webhookDeliveries = gauge('hostplane_webhook_deliveries', 'Webhook deliveries by status', ['status']);
+  const webhookAttempts = gauge(
+    'hostplane_webhook_delivery_attempts',
+    'Attempts made for the webhook deliveries of each status (kept 30 days)',
+    ['status'],
+  );
+  const webhookOldest = gauge(
+    'hostplane_webhook_oldest_pending_seconds',
+    'Age of the oldest webhook delivery not yet delivered or given up',
+  );
+  const webhookDisabled = gauge(
+    'hostplane_webhook_disabled_endpoints',
+    'Webhook endpoints disabled (by their owners, or after 3 days of failures)',
+  );
   const dbGauges = [
+    webhookDeliveries,
+    webhookAttempts,
+    webhookOldest,
+    webhookDisabled,
     queueWaiting,
     queueActive,
     queueDeferred,
@@ -215,10 +234,11 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
   }
 
   async function readDatabaseGauges() {
-    const [queues, ops, outbox] = await Promise.all([
+    const [queues, ops, outbox, hooks] = await Promise.all([
       repo.queueStats(database.db),
       repo.operationCounts(database.db),
       repo.outboxBacklog(database.db),
+      repo.webhookBacklog(database.db),
     ]);
     for (const g of dbGauges) g.reset();
     const byQueue = new Map(queues.map((q) => [q.queue, q]));
@@ -232,6 +252,13 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     for (const o of ops) operations.set({ type: o.type, status: o.status }, o.n);
     outboxPending.set(outbox.pending);
     outboxOldest.set(Number(outbox.oldest_seconds));
+    for (const status of ['pending', 'delivered', 'failed']) {
+      const row = hooks.by_status.find((r) => r.status === status);
+      webhookDeliveries.set({ status }, row?.deliveries ?? 0);
+      webhookAttempts.set({ status }, row?.attempts ?? 0);
+    }
+    webhookOldest.set(hooks.oldest_pending_seconds);
+    webhookDisabled.set(hooks.disabled_endpoints);
   }
 
   return {
