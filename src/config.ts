@@ -65,6 +65,16 @@ export interface Config {
    * replays are kept (issue 22, http/idempotency.ts).
    */
   readonly idempotencyTtlHours: number;
+  /** Issue 22: webhook deliveries. */
+  readonly webhooks: {
+    /**
+     * `WEBHOOK_ALLOW_PRIVATE_TARGETS`, default `false`: `true` lets endpoint URLs resolve to loopback,
+     * private, link-local, metadata and other non-public addresses (tests and closed networks only).
+     */
+    readonly allowPrivateTargets: boolean;
+    /** `WEBHOOK_TIMEOUT_MS`, default 10000 (100 to 60000): one delivery attempt, connect to last byte read. */
+    readonly timeoutMs: number;
+  };
   /** TXT lookups of domain verification (D7). */
   readonly dns: {
     /** `DNS_SERVERS`, default empty (the system resolvers): comma-separated `ip[:port]` / `[ipv6]:port`. */
@@ -463,6 +473,11 @@ export function loadConfig(env: Env = process.env): Config {
       failuresPerUser: intVar(env, 'AUTH_FAILURES_PER_USER', 100, 0, 1_000_000, problems),
     }),
     idempotencyTtlHours: intVar(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 720, problems),
+    webhooks: Object.freeze({
+      allowPrivateTargets:
+        enumVar(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', ['true', 'false'], 'false', problems) === 'true',
+      timeoutMs: intVar(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000, problems),
+    }),
     readCache: Object.freeze({
       entries: intVar(env, 'READ_CACHE_ENTRIES', 2000, 0, 1_000_000, problems),
       bytes: intVar(env, 'READ_CACHE_MB', 64, 1, 4096, problems) * 1024 * 1024,

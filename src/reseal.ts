@@ -3,6 +3,7 @@ import { withTransaction } from './db/transaction.js';
 import { resealLocalSecrets } from './drivers/local/installs.js';
 import { resealSimulatedSecrets } from './drivers/simulated/driver.js';
 import { resealCertificateKeys } from './modules/certificates/certificates.service.js';
+import { resealWebhookSecrets } from './modules/events/webhooks.service.js';
 import { createResealer } from './secrets.js';
 
 export interface ResealCounts {
@@ -30,7 +31,8 @@ export async function resealSecrets(
     const certificates = await resealCertificateKeys(tx, reseal);
     const simulated = await resealSimulatedSecrets(tx, reseal);
     const local = await resealLocalSecrets(tx, reseal);
-    const parts = [certificates, simulated, local];
+    const webhooks = await resealWebhookSecrets(tx, reseal);
+    const parts = [certificates, simulated, local, webhooks];
     return {
       resealed: parts.reduce((n, p) => n + p.resealed, 0),
       current: parts.reduce((n, p) => n + p.current, 0),

@@ -13,6 +13,8 @@ import { consoleRoutes } from './modules/console/console.routes.js';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.js';
 import { domainsRoutes } from './modules/domains/domains.routes.js';
 import { domainStatusRoutes } from './modules/domains/domains.status.routes.js';
+import { eventsRoutes } from './modules/events/events.routes.js';
+import { webhooksRoutes } from './modules/events/webhooks.routes.js';
 import { installCopyRoutes } from './modules/installs/installs.copy.routes.js';
 import { installsRoutes } from './modules/installs/installs.routes.js';
 import { metricsRoutes } from './modules/metrics/metrics.routes.js';
@@ -107,6 +109,8 @@ export const ROUTE_TABLE: readonly RouteGroup[] = [
       // Issue 22.
       credentialsRoutes,
       auditRoutes,
+      eventsRoutes,
+      webhooksRoutes,
     ],
   },
   // Issue 13: signed archive links are their own credential (no Basic auth).

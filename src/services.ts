@@ -35,6 +35,8 @@ import {
   createDomainStatusService,
 } from './modules/domains/domains.status.service.js';
 import { createTxtResolver } from './modules/domains/txt-resolver.js';
+import { createEventsService } from './modules/events/events.service.js';
+import { createWebhooksService } from './modules/events/webhooks.service.js';
 import { createIdempotencyService } from './modules/idempotency/idempotency.service.js';
 import { createInstallCopyService } from './modules/installs/installs.copy.service.js';
 import {
@@ -99,6 +101,18 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const made = driver ? null : configuredDriver({ config, db, clock, secretKey });
   const hosting = driver ?? (made as HostingDriver);
   const outbox = createOutbox({ db, queue, mailer: mailer ?? createMailer(config), clock });
+  // Issue 22: events are recorded in the transactions of the state changes (below them all).
+  const events = createEventsService({ db, clock, queue });
+  const secretBox = createSecretBox(secretKey, config.secretKeyOld);
+  const webhooks = createWebhooksService({
+    db,
+    clock,
+    queue,
+    outbox,
+    secretBox,
+    allowPrivateTargets: config.webhooks.allowPrivateTargets,
+    timeoutMs: config.webhooks.timeoutMs,
+  });
   // I7: creating an install starts its provisioning operation, which needs operation records only
   // (the operations service reads installs, so it comes after them).
   const operationRecords = createOperationRecords({ clock, queue });
@@ -113,7 +127,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     startProvisioning,
     startDeprovisioning,
   });
-  const operations = createOperationsService({ db, clock, installs, outbox, queue });
+  const operations = createOperationsService({ db, clock, installs, outbox, queue, events });
   const backups = createBackupsService({ db, clock, installs, operations, driver: hosting });
   const installCopy = createInstallCopyService({ db, installs, operations, driver: hosting });
   const usage = createUsageService({ db, clock, installs, operations, driver: hosting });
@@ -139,7 +153,6 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     sslStatusOf,
     requestRouting,
   });
-  const secretBox = createSecretBox(secretKey, config.secretKeyOld);
   const trustedRoots = trustedRootsWith(extraTrustedRoots(config.extraCaCertsFile));
   const certificates = createCertificatesService({
     db,
@@ -224,9 +237,20 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     'domain-status-check': domainStatusJobs.check,
     order_certificate: certificateOrders.job,
     apply_routing: routingJob,
+    'webhook-deliver': {
+      run: ({ delivery_id }) => webhooks.deliver(delivery_id),
+      exhausted: ({ delivery_id }, error) => webhooks.exhausted(delivery_id, error),
+    },
   };
   /** Due work (jobs/due.ts): the sweeper of workers, and the admin clock after a move. */
-  const due = { sweep: () => sweepDue(db, queue, clock), next: () => nextDue(db) };
+  // The 30-day sweep of events rides on the due-work sweeper (at most once a minute).
+  const due = {
+    sweep: async () => {
+      await events.sweep().catch(() => 0);
+      return sweepDue(db, queue, clock);
+    },
+    next: () => nextDue(db),
+  };
   const faults = createFaultsService({ db, clock });
   const reports = createReportsService({ db, clock, sites });
   // Issue 13: the rest of the platform's surface.
@@ -252,6 +276,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     credentials,
     audit,
     idempotency,
+    events,
+    webhooks,
     accounts,
     sites,
     installs,

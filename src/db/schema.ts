@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import {
   type AnyPgColumn,
   bigint,
+  bigserial,
   boolean,
   check,
   customType,
@@ -792,6 +793,99 @@ export const auditEvents = pgTable(
   ],
 );
 
+// Issue 22: events (30 days) and signed webhooks.
+
+/**
+ * A state change of an account's resources, written in the transaction that made it (never edited).
+ * `seq` orders them (newest first in the list, per install for webhook deliveries). No foreign key to
+ * the install or resource: an install.deleted event outlives its install.
+ */
+export const events = pgTable(
+  'events',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    seq: bigserial('seq', { mode: 'number' }).notNull(),
+    account_id: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    install_id: uuid('install_id'),
+    type: text('type').notNull(),
+    resource_type: text('resource_type').notNull(),
+    resource_id: text('resource_id').notNull(),
+    data: jsonb('data').$type<Record<string, unknown>>().notNull(),
+    created_at: at('created_at').notNull(),
+  },
+  (t) => [
+    uniqueIndex('events_seq_key').on(t.seq),
+    index('events_account_seq_idx').on(t.account_id, t.seq),
+    index('events_created_at_idx').on(t.created_at),
+  ],
+);
+
+/** A receiver of an account's events. `secret` (and the one it replaced, during its overlap) is sealed. */
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    account_id: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    description: text('description').notNull().default(''),
+    /** Event types delivered; empty: every type. */
+    event_types: jsonb('event_types').$type<string[]>().notNull(),
+    enabled: boolean('enabled').notNull().default(true),
+    secret: text('secret').notNull(),
+    previous_secret: text('previous_secret'),
+    previous_secret_expires_at: at('previous_secret_expires_at'),
+    /** First failed attempt since the last success; 3 days of it disables the endpoint. */
+    failing_since: at('failing_since'),
+    disabled_reason: text('disabled_reason'),
+    created_at: at('created_at').notNull(),
+    updated_at: at('updated_at').notNull(),
+  },
+  (t) => [index('webhook_endpoints_account_idx').on(t.account_id, t.created_at, t.id)],
+);
+
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+
+/**
+ * One event for one endpoint. `lane` is what deliveries are ordered within (the install, or the
+ * account's events without one): a delivery waits while an earlier one of its endpoint and lane is
+ * pending. `payload` is the body as first signed, so every retry sends the same bytes.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    seq: bigserial('seq', { mode: 'number' }).notNull(),
+    endpoint_id: uuid('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    account_id: uuid('account_id').notNull(),
+    event_id: uuid('event_id').notNull(),
+    event_type: text('event_type').notNull(),
+    lane: text('lane').notNull(),
+    payload: text('payload').notNull(),
+    status: text('status').$type<(typeof WEBHOOK_DELIVERY_STATUSES)[number]>().notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    next_attempt_at: at('next_attempt_at'),
+    last_attempt_at: at('last_attempt_at'),
+    last_status_code: integer('last_status_code'),
+    last_latency_ms: integer('last_latency_ms'),
+    last_error: text('last_error'),
+    last_response: text('last_response'),
+    delivered_at: at('delivered_at'),
+    created_at: at('created_at').notNull(),
+  },
+  (t) => [
+    uniqueIndex('webhook_deliveries_endpoint_event_key').on(t.endpoint_id, t.event_id),
+    index('webhook_deliveries_lane_idx').on(t.endpoint_id, t.lane, t.seq),
+    index('webhook_deliveries_endpoint_seq_idx').on(t.endpoint_id, t.seq),
+    index('webhook_deliveries_status_idx').on(t.status, t.created_at),
+  ],
+);
+
 export const schema = {
   accounts,
   users,
@@ -825,6 +919,9 @@ export const schema = {
   localInstalls,
   localTasks,
   idempotencyKeys,
+  events,
+  webhookEndpoints,
+  webhookDeliveries,
   apiCredentials,
   auditEvents,
 };

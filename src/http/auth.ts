@@ -50,6 +50,8 @@ export function basicAuthHook(authenticator: Authenticator, gate?: Pick<Credenti
     // A pair verified within the cache's life: the caller, with nothing allocated for a verification.
     const hit = authenticator.cached(pair.username, pair.password);
     if (hit) {
+      // The scoped credential's gate (expiry, IP allow-list) applies on the cached path too.
+      admit(request, hit);
       request.caller = hit;
       return;
     }

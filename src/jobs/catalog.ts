@@ -146,6 +146,21 @@ export const JOBS = {
     expireInSeconds: 60,
     concurrency: 2,
   },
+  /**
+   * Issue 22: one attempt at one webhook delivery. An HTTP failure is not a job failure: the handler
+   * records it and writes the next attempt as due work (back-off over 3 days). The job's own retries
+   * cover a crash or a database error mid-attempt (a SIGKILLed worker's job is retried at once).
+   */
+  'webhook-deliver': {
+    payload: Type.Object({ delivery_id: Type.String({ format: 'uuid' }) }),
+    retryLimit: 5,
+    retryDelaySeconds: 5,
+    retryBackoff: true,
+    expireInSeconds: 120,
+    concurrency: 8,
+    policy: 'short',
+    singletonKey: (payload: { delivery_id: string }) => payload.delivery_id,
+  },
 } as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;

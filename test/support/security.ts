@@ -1116,6 +1116,60 @@ export const ROUTES: readonly SecuredRoute[] = [
     ok: 200,
     request: (r) => ({ url: `/v1/accounts/${r.account.id}/audit_events` }),
   }),
+  // Issue 22: events (every role; partial members see their installs' events only).
+  api({
+    method: 'GET',
+    path: '/v1/accounts/:account_id/events',
+    operationId: 'listEvents',
+    action: 'account:read',
+    allowed: ALL_ROLES,
+    addressing: 'account',
+    ok: 200,
+    request: (r) => ({ url: `/v1/accounts/${r.account.id}/events` }),
+  }),
+  // Issue 22: webhook endpoints, owners only. A documentation address (TEST-NET-1) is public, so it
+  // is accepted without WEBHOOK_ALLOW_PRIVATE_TARGETS; nothing is ever delivered to it here.
+  api({
+    method: 'GET',
+    path: '/v1/accounts/:account_id/webhook_endpoints',
+    operationId: 'listWebhookEndpoints',
+    allowed: ['owner'],
+    addressing: 'account',
+    ok: 200,
+    request: (r) => ({ url: `/v1/accounts/${r.account.id}/webhook_endpoints` }),
+  }),
+  api({
+    method: 'POST',
+    path: '/v1/accounts/:account_id/webhook_endpoints',
+    operationId: 'createWebhookEndpoint',
+    allowed: ['owner'],
+    addressing: 'account',
+    ok: 201,
+    request: (r) => ({
+      url: `/v1/accounts/${r.account.id}/webhook_endpoints`,
+      body: { url: 'https://192.0.2.10/hook', event_types: ['backup.completed'] },
+    }),
+  }),
+  // The endpoint's own routes need an endpoint of each account: tested role by role there.
+  ...(
+    [
+      ['GET', '', 'getWebhookEndpoint'],
+      ['PATCH', '', 'updateWebhookEndpoint'],
+      ['DELETE', '', 'deleteWebhookEndpoint'],
+      ['POST', '/rotate_secret', 'rotateWebhookEndpointSecret'],
+      ['POST', '/ping', 'pingWebhookEndpoint'],
+      ['GET', '/deliveries', 'listWebhookDeliveries'],
+      ['POST', '/deliveries/:delivery_id/redeliver', 'redeliverWebhookDelivery'],
+    ] as const
+  ).map(
+    ([method, tail, operationId]): DelegatedRoute => ({
+      kind: 'delegated',
+      method,
+      path: `/v1/accounts/:account_id/webhook_endpoints/:webhook_endpoint_id${tail}`,
+      operationId,
+      file: 'test/api/webhooks.test.ts',
+    }),
+  ),
 
   // Operators (Bearer token).
   admin('POST', '/admin/v1/accounts', 'adminCreateAccount'),

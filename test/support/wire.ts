@@ -60,6 +60,10 @@ export const EXTENSIONS: readonly string[] = [
   // test/api/credentials.test.ts and test/api/audit.test.ts).
   'ANY /v1/accounts/{}/credentials*',
   'GET /v1/accounts/{}/audit_events',
+  // Issue 22: events and webhook endpoints (their shapes are this service's own, checked by the
+  // response schemas and asserted in test/api/events.test.ts and webhooks.test.ts).
+  'GET /v1/accounts/{}/events',
+  'ANY /v1/accounts/{}/webhook_endpoints*',
 ];
 
 /** Statuses an operation answers that the document does not list, with the reason (none yet). */

@@ -82,3 +82,31 @@ export async function auditBacklog(db: Db): Promise<AuditBacklog> {
   );
   return row ?? { unfinished: 0, oldest_seconds: 0 };
 }
+
+export interface WebhookBacklog {
+  /** Deliveries and their attempts so far, by status (pending, delivered, failed). */
+  by_status: { status: string; deliveries: number; attempts: number }[];
+  oldest_pending_seconds: number;
+  disabled_endpoints: number;
+}
+
+/** Issue 22: the webhook queue (deliveries by status, the oldest pending one) and disabled endpoints. */
+export async function webhookBacklog(db: Db): Promise<WebhookBacklog> {
+  const byStatus = await queryRows<{ status: string; deliveries: number; attempts: number }>(
+    db,
+    sql`select status, count(*)::int as deliveries, coalesce(sum(attempts), 0)::int as attempts
+        from webhook_deliveries group by status`,
+  );
+  const [row] = await queryRows<{ oldest_pending_seconds: number; disabled_endpoints: number }>(
+    db,
+    sql`select
+          (select greatest(0, coalesce(extract(epoch from now() - min(created_at)), 0))::float8
+             from webhook_deliveries where status = 'pending') as oldest_pending_seconds,
+          (select count(*)::int from webhook_endpoints where not enabled) as disabled_endpoints`,
+  );
+  return {
+    by_status: byStatus,
+    oldest_pending_seconds: Number(row?.oldest_pending_seconds ?? 0),
+    disabled_endpoints: row?.disabled_endpoints ?? 0,
+  };
+}

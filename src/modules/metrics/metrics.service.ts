@@ -143,7 +143,26 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     'hostplane_audit_oldest_event_seconds',
     'Age of the oldest audit event (kept 13 months: above ~34.3e6 s the sweep is behind)',
   );
+  // Issue 22: the webhook queue (docs/operations.md, "Webhooks").
+  const webhookDeliveries = gauge('hostplane_webhook_deliveries', 'Webhook deliveries by status', ['status']);
+  const webhookAttempts = gauge(
+    'hostplane_webhook_delivery_attempts',
+    'Attempts made for the webhook deliveries of each status (kept 30 days)',
+    ['status'],
+  );
+  const webhookOldest = gauge(
+    'hostplane_webhook_oldest_pending_seconds',
+    'Age of the oldest webhook delivery not yet delivered or given up',
+  );
+  const webhookDisabled = gauge(
+    'hostplane_webhook_disabled_endpoints',
+    'Webhook endpoints disabled (by their owners, or after 3 days of failures)',
+  );
   const dbGauges = [
+    webhookDeliveries,
+    webhookAttempts,
+    webhookOldest,
+    webhookDisabled,
     queueWaiting,
     queueActive,
     queueDeferred,
@@ -263,11 +282,12 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
   }
 
   async function readDatabaseGauges() {
-    const [queues, ops, outbox, audit] = await Promise.all([
+    const [queues, ops, outbox, audit, hooks] = await Promise.all([
       repo.queueStats(database.db),
       repo.operationCounts(database.db),
       repo.outboxBacklog(database.db),
       repo.auditBacklog(database.db),
+      repo.webhookBacklog(database.db),
     ]);
     for (const g of dbGauges) g.reset();
     const byQueue = new Map(queues.map((q) => [q.queue, q]));
@@ -283,6 +303,13 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     outboxOldest.set(Number(outbox.oldest_seconds));
     auditUnfinished.set(audit.unfinished);
     auditOldest.set(Number(audit.oldest_seconds));
+    for (const status of ['pending', 'delivered', 'failed']) {
+      const row = hooks.by_status.find((r) => r.status === status);
+      webhookDeliveries.set({ status }, row?.deliveries ?? 0);
+      webhookAttempts.set({ status }, row?.attempts ?? 0);
+    }
+    webhookOldest.set(hooks.oldest_pending_seconds);
+    webhookDisabled.set(hooks.disabled_endpoints);
   }
 
   return {

@@ -9,6 +9,7 @@ import { scheduleAt } from '../../jobs/due.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { operationFinishedMail } from '../../mail/templates/operation-finished.js';
+import type { EventRecorder, EventType } from '../events/events.service.js';
 import {
   assertShape,
   inputOf,
@@ -70,6 +71,56 @@ export interface OperationsDeps {
   installs: InstallLookup;
   outbox: Pick<Outbox, 'add'>;
   queue: Pick<JobQueue, 'enqueue'>;
+  /** Issue 22: the events of the operation's state changes, in the same transactions. */
+  events: EventRecorder;
+}
+
+/** Issue 22: the resource events of an operation type's changes (besides operation.completed/failed). */
+const RESOURCE_EVENTS: Partial<
+  Record<string, { started?: EventType; completed?: EventType; failed?: EventType }>
+> = {
+  create_backup: { started: 'backup.started', completed: 'backup.completed', failed: 'backup.failed' },
+  restore_backup: { started: 'restore.started', completed: 'restore.completed', failed: 'restore.failed' },
+  copy_install: {
+    started: 'install_copy.started',
+    completed: 'install_copy.completed',
+    failed: 'install_copy.failed',
+  },
+  provision_install: { completed: 'install.provisioned', failed: 'install.provision_failed' },
+  transfer_site: {
+    started: 'site_transfer.started',
+    completed: 'site_transfer.completed',
+    failed: 'site_transfer.failed',
+  },
+  refresh_disk_usage: { completed: 'disk_usage.refreshed' },
+  order_certificate: { completed: 'certificate.issued' },
+};
+
+/** The events of an operation entering `phase`, in the transaction that moves it. */
+async function recordPhase(
+  events: EventRecorder,
+  tx: Db,
+  op: repo.OperationRow,
+  phase: 'started' | 'completed' | 'failed',
+) {
+  const base = {
+    account_id: op.account_id,
+    install_id: op.install_id,
+    data: { operation_id: op.id, operation_type: op.type, status: op.status, error: op.error },
+  };
+  const resourceEvent = RESOURCE_EVENTS[op.type]?.[phase];
+  if (resourceEvent)
+    await events.record(tx, {
+      ...base,
+      type: resourceEvent,
+      resource: { type: op.resource_type, id: op.resource_id },
+    });
+  if (phase !== 'started')
+    await events.record(tx, {
+      ...base,
+      type: `operation.${phase}`,
+      resource: { type: 'operation', id: op.id },
+    });
 }
 
 /** A new operation of type `T`: its input has that type's one shape (operation-types.ts). */
@@ -203,7 +254,7 @@ export function createOperationRecords({ clock, queue }: { clock: Clock; queue: 
 
 export type OperationRecords = ReturnType<typeof createOperationRecords>;
 
-export function createOperationsService({ db, clock, installs, outbox, queue }: OperationsDeps) {
+export function createOperationsService({ db, clock, installs, outbox, queue, events }: OperationsDeps) {
   const records = createOperationRecords({ clock, queue });
 
   /** The notification mails (C6, B3, R3), in the transaction that ends the operation. */
@@ -265,6 +316,7 @@ export function createOperationsService({ db, clock, installs, outbox, queue }: 
       expected_at: null,
     });
     await notify(tx, ended, await installs.findById(op.install_id, tx), outcome);
+    await recordPhase(events, tx, ended, status);
     return true;
   }
 
@@ -323,6 +375,7 @@ export function createOperationsService({ db, clock, installs, outbox, queue }: 
           started_at: clock.now(),
         });
         await onStart?.(tx, started);
+        await recordPhase(events, tx, started, 'started');
         return started;
       });
     },

@@ -1,0 +1,227 @@
+import { and, asc, desc, eq, gt, lt, sql } from 'drizzle-orm';
+import { type Db, queryRows, type RowOf } from '../../db/client.js';
+import { type Page, selectPage } from '../../db/page.js';
+import { memberships, users, webhookDeliveries, webhookEndpoints } from '../../db/schema.js';
+
+const endpointProjection = {
+  id: webhookEndpoints.id,
+  account_id: webhookEndpoints.account_id,
+  url: webhookEndpoints.url,
+  description: webhookEndpoints.description,
+  event_types: webhookEndpoints.event_types,
+  enabled: webhookEndpoints.enabled,
+  secret: webhookEndpoints.secret,
+  previous_secret: webhookEndpoints.previous_secret,
+  previous_secret_expires_at: webhookEndpoints.previous_secret_expires_at,
+  failing_since: webhookEndpoints.failing_since,
+  disabled_reason: webhookEndpoints.disabled_reason,
+  created_at: webhookEndpoints.created_at,
+  updated_at: webhookEndpoints.updated_at,
+};
+export type EndpointRow = RowOf<typeof endpointProjection>;
+
+export async function insertEndpoint(db: Db, values: typeof webhookEndpoints.$inferInsert) {
+  const [row] = await db.insert(webhookEndpoints).values(values).returning(endpointProjection);
+  if (!row) throw new Error('insert into webhook_endpoints returned no row');
+  return row;
+}
+
+export async function findEndpoint(db: Db, accountId: string, id: string): Promise<EndpointRow | null> {
+  const [row] = await db
+    .select(endpointProjection)
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.account_id, accountId)));
+  return row ?? null;
+}
+
+export async function findEndpointById(db: Db, id: string, lock = false): Promise<EndpointRow | null> {
+  const q = db.select(endpointProjection).from(webhookEndpoints).where(eq(webhookEndpoints.id, id));
+  const [row] = lock ? await q.for('update') : await q;
+  return row ?? null;
+}
+
+export function listEndpoints(db: Db, accountId: string, page: Page) {
+  const where = eq(webhookEndpoints.account_id, accountId);
+  return selectPage(
+    db.select(endpointProjection).from(webhookEndpoints).where(where).$dynamic(),
+    db.$count(webhookEndpoints, where),
+    [asc(webhookEndpoints.created_at), asc(webhookEndpoints.id)],
+    page,
+  );
+}
+
+export async function updateEndpoint(
+  db: Db,
+  id: string,
+  values: Partial<typeof webhookEndpoints.$inferInsert>,
+): Promise<EndpointRow | null> {
+  const [row] = await db
+    .update(webhookEndpoints)
+    .set(values)
+    .where(eq(webhookEndpoints.id, id))
+    .returning(endpointProjection);
+  return row ?? null;
+}
+
+export async function deleteEndpoint(db: Db, accountId: string, id: string): Promise<boolean> {
+  const rows = await db
+    .delete(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.account_id, accountId)))
+    .returning({ id: webhookEndpoints.id });
+  return rows.length > 0;
+}
+
+/** The enabled endpoints of an account that take events of `type` (an empty filter takes all). */
+export function endpointsFor(tx: Db, accountId: string, type: string): Promise<{ id: string }[]> {
+  return queryRows<{ id: string }>(
+    tx,
+    sql`select id from webhook_endpoints
+        where account_id = ${accountId} and enabled
+          and (jsonb_array_length(event_types) = 0 or event_types ? ${type})`,
+  );
+}
+
+/** The addresses of the account's owners (mailed when an endpoint is disabled). */
+export async function ownerEmails(db: Db, accountId: string): Promise<string[]> {
+  const rows = await db
+    .select({ email: users.email })
+    .from(memberships)
+    .innerJoin(users, eq(users.id, memberships.user_id))
+    .where(and(eq(memberships.account_id, accountId), eq(memberships.roles, 'owner')));
+  return rows.map((r) => r.email).filter((e): e is string => typeof e === 'string' && e.length > 0);
+}
+
+const deliveryProjection = {
+  id: webhookDeliveries.id,
+  seq: webhookDeliveries.seq,
+  endpoint_id: webhookDeliveries.endpoint_id,
+  account_id: webhookDeliveries.account_id,
+  event_id: webhookDeliveries.event_id,
+  event_type: webhookDeliveries.event_type,
+  lane: webhookDeliveries.lane,
+  payload: webhookDeliveries.payload,
+  status: webhookDeliveries.status,
+  attempts: webhookDeliveries.attempts,
+  next_attempt_at: webhookDeliveries.next_attempt_at,
+  last_attempt_at: webhookDeliveries.last_attempt_at,
+  last_status_code: webhookDeliveries.last_status_code,
+  last_latency_ms: webhookDeliveries.last_latency_ms,
+  last_error: webhookDeliveries.last_error,
+  last_response: webhookDeliveries.last_response,
+  delivered_at: webhookDeliveries.delivered_at,
+  created_at: webhookDeliveries.created_at,
+};
+export type DeliveryRow = RowOf<typeof deliveryProjection>;
+
+/** New deliveries; an endpoint that already has the event keeps its one (ids of the new ones). */
+export async function insertDeliveries(
+  tx: Db,
+  values: (typeof webhookDeliveries.$inferInsert)[],
+): Promise<string[]> {
+  if (values.length === 0) return [];
+  const rows = await tx
+    .insert(webhookDeliveries)
+    .values(values)
+    .onConflictDoNothing()
+    .returning({ id: webhookDeliveries.id });
+  return rows.map((r) => r.id);
+}
+
+export async function findDelivery(db: Db, id: string, lock = false): Promise<DeliveryRow | null> {
+  const q = db.select(deliveryProjection).from(webhookDeliveries).where(eq(webhookDeliveries.id, id));
+  const [row] = lock ? await q.for('update') : await q;
+  return row ?? null;
+}
+
+export async function findEndpointDelivery(db: Db, endpointId: string, id: string) {
+  const [row] = await db
+    .select(deliveryProjection)
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.id, id), eq(webhookDeliveries.endpoint_id, endpointId)));
+  return row ?? null;
+}
+
+/** The oldest pending delivery of the lane before `seq` (null: this one is next). */
+export async function earlierPending(db: Db, d: Pick<DeliveryRow, 'endpoint_id' | 'lane' | 'seq'>) {
+  const [row] = await db
+    .select({ id: webhookDeliveries.id })
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.endpoint_id, d.endpoint_id),
+        eq(webhookDeliveries.lane, d.lane),
+        eq(webhookDeliveries.status, 'pending'),
+        lt(webhookDeliveries.seq, d.seq),
+      ),
+    )
+    .orderBy(asc(webhookDeliveries.seq))
+    .limit(1);
+  return row ?? null;
+}
+
+/** The next pending delivery of the lane after `seq`. */
+export async function nextPending(db: Db, d: Pick<DeliveryRow, 'endpoint_id' | 'lane' | 'seq'>) {
+  const [row] = await db
+    .select({ id: webhookDeliveries.id })
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.endpoint_id, d.endpoint_id),
+        eq(webhookDeliveries.lane, d.lane),
+        eq(webhookDeliveries.status, 'pending'),
+        gt(webhookDeliveries.seq, d.seq),
+      ),
+    )
+    .orderBy(asc(webhookDeliveries.seq))
+    .limit(1);
+  return row ?? null;
+}
+
+export async function updateDelivery(
+  db: Db,
+  id: string,
+  values: Partial<typeof webhookDeliveries.$inferInsert>,
+): Promise<DeliveryRow | null> {
+  const [row] = await db
+    .update(webhookDeliveries)
+    .set(values)
+    .where(eq(webhookDeliveries.id, id))
+    .returning(deliveryProjection);
+  return row ?? null;
+}
+
+export function listDeliveries(db: Db, endpointId: string, page: Page) {
+  const where = eq(webhookDeliveries.endpoint_id, endpointId);
+  return selectPage(
+    db.select(deliveryProjection).from(webhookDeliveries).where(where).$dynamic(),
+    db.$count(webhookDeliveries, where),
+    [desc(webhookDeliveries.seq)],
+    page,
+  );
+}
+
+/** Deletes up to `batch` finished deliveries created before `before`. */
+export async function deleteFinishedBefore(db: Db, before: Date, batch: number): Promise<number> {
+  const rows = await queryRows<{ id: string }>(
+    db,
+    sql`delete from webhook_deliveries where id in
+          (select id from webhook_deliveries where status <> 'pending' and created_at < ${before}
+           order by created_at limit ${batch})
+        returning id`,
+  );
+  return rows.length;
+}
+
+/** Sealed secrets in id order after `after` (hostplane reseal). */
+export function sealedSecrets(db: Db, after: string | null, limit: number) {
+  return db
+    .select({
+      id: webhookEndpoints.id,
+      secret: webhookEndpoints.secret,
+      previous_secret: webhookEndpoints.previous_secret,
+    })
+    .from(webhookEndpoints)
+    .where(after ? gt(webhookEndpoints.id, after) : undefined)
+    .orderBy(asc(webhookEndpoints.id))
+    .limit(limit);
+}

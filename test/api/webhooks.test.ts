@@ -1,0 +1,429 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { eq } from 'drizzle-orm';
+import { mailOutbox } from '../../src/db/schema.js';
+import { TEST_DB } from '../support/databases.js';
+import { factories, type Member } from '../support/factories.js';
+import { ADMIN_TOKEN, buildTestApp, clientFor, type Json, SECRET_KEY, startApp } from '../support/harness.js';
+import { readyWorld } from '../support/jobs.js';
+import { type Running, runCli } from '../support/process.js';
+import { startReceiver, verifies } from '../support/webhooks.js';
+
+// Issue 22: webhook endpoints and signed deliveries. The receivers are local HTTP servers, so the
+// app allows private targets (WEBHOOK_ALLOW_PRIVATE_TARGETS=true); a second app on the same
+// database runs with the default (refused) to prove the guard at save and at delivery.
+const t = await buildTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_TIMEOUT_MS: '3000' } });
+const f = factories(t);
+const HOUR = 3_600_000;
+
+const endpointsOf = (accountId: string) => `/v1/accounts/${accountId}/webhook_endpoints`;
+
+async function createEndpoint(owner: Member, accountId: string, body: Json) {
+  const res = await owner.client.post(endpointsOf(accountId), body);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body;
+}
+
+async function backup(w: Json) {
+  const res = await w.owner.client.post(`/v1/installs/${w.install.id}/backups`, {
+    description: 'webhooks',
+    notification_emails: [],
+  });
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  return res.body;
+}
+
+/** The ids of the account's events so far (made before an endpoint existed: never delivered to it). */
+async function eventIds(w: Json): Promise<string[]> {
+  const res = await w.owner.client.get(`/v1/accounts/${w.account.id}/events?limit=100`);
+  return res.body.results.map((e: Json) => e.id);
+}
+
+/** Runs jobs, moving the clock a back-off step at a time, until `done` (bounded rounds). */
+async function deliverUntil(done: () => boolean | Promise<boolean>, stepMs = 60_000, rounds = 40) {
+  for (let i = 0; i < rounds; i++) {
+    await t.runJobs();
+    if (await done()) return;
+    t.clock.advance(stepMs);
+  }
+  assert.fail('deliveries did not settle');
+}
+
+describe('webhook endpoints (issue 22)', () => {
+  it('create shows the whsec_ secret once; get, list, patch and delete never show it', async () => {
+    const w = await f.world();
+    const created = await createEndpoint(w.owner, w.account.id, {
+      url: 'http://127.0.0.1:9/hook',
+      description: 'CI',
+      event_types: ['backup.completed'],
+    });
+    assert.match(created.secret, /^whsec_[A-Za-z0-9+/=]{32}$/);
+    assert.equal(created.enabled, true);
+    assert.deepEqual(created.event_types, ['backup.completed']);
+    const one = `${endpointsOf(w.account.id)}/${created.id}`;
+    const got = await w.owner.client.get(one);
+    assert.equal(got.status, 200);
+    assert.equal(got.body.secret, undefined);
+    assert.ok(!JSON.stringify(got.body).includes(created.secret));
+    const list = await w.owner.client.get(endpointsOf(w.account.id));
+    assert.equal(list.body.count, 1);
+    assert.ok(!JSON.stringify(list.body).includes(created.secret));
+    const patched = await w.owner.client.patch(one, { description: 'CD', enabled: false });
+    assert.equal(patched.status, 200);
+    assert.equal(patched.body.description, 'CD');
+    assert.equal(patched.body.enabled, false);
+    assert.equal((await w.owner.client.patch(one, {})).status, 400);
+    assert.equal((await w.owner.client.delete(one)).status, 204);
+    assert.equal((await w.owner.client.get(one)).status, 404);
+  });
+
+  it('bad input is a 400: not http(s), credentials in the URL, unknown event type, long description', async () => {
+    const w = await f.world();
+    for (const body of [
+      { url: 'ftp://example.com/hook' },
+      { url: 'https://user:pw@example.com/hook' },
+      { url: 'not a url at all' },
+      { url: 'https://192.0.2.10/hook', event_types: ['no.such_event'] },
+      { url: 'https://192.0.2.10/hook', description: 'x'.repeat(501) },
+    ]) {
+      const res = await w.owner.client.post(endpointsOf(w.account.id), body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+    }
+  });
+
+  it('G3/G4 only owners manage endpoints: other roles 403, strangers 404 (getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint, rotateWebhookEndpointSecret, pingWebhookEndpoint, listWebhookDeliveries, redeliverWebhookDelivery)', async () => {
+    const w = await f.world();
+    const endpoint = await createEndpoint(w.owner, w.account.id, { url: 'https://192.0.2.10/hook' });
+    const ping = await w.owner.client.post(`${endpointsOf(w.account.id)}/${endpoint.id}/ping`);
+    assert.equal(ping.status, 202);
+    const full = await f.user([{ account_id: w.account.id, roles: 'full,billing' }]);
+    const partial = await f.user([
+      { account_id: w.account.id, roles: 'partial', install_ids: [w.install.id] },
+    ]);
+    const stranger = await f.user([]);
+    const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
+    const routes: {
+      operationId: string;
+      method: 'GET' | 'PATCH' | 'DELETE' | 'POST';
+      url: string;
+      body?: Json;
+    }[] = [
+      { operationId: 'getWebhookEndpoint', method: 'GET', url: one },
+      { operationId: 'updateWebhookEndpoint', method: 'PATCH', url: one, body: { description: 'x' } },
+      { operationId: 'deleteWebhookEndpoint', method: 'DELETE', url: one },
+      { operationId: 'rotateWebhookEndpointSecret', method: 'POST', url: `${one}/rotate_secret` },
+      { operationId: 'pingWebhookEndpoint', method: 'POST', url: `${one}/ping` },
+      { operationId: 'listWebhookDeliveries', method: 'GET', url: `${one}/deliveries` },
+      {
+        operationId: 'redeliverWebhookDelivery',
+        method: 'POST',
+        url: `${one}/deliveries/${ping.body.id}/redeliver`,
+      },
+    ];
+    for (const r of routes) {
+      for (const m of [full, partial])
+        assert.equal((await m.client.request(r.method, r.url, r.body)).status, 403, `${r.operationId} 403`);
+      assert.equal(
+        (await stranger.client.request(r.method, r.url, r.body)).status,
+        404,
+        `${r.operationId} 404`,
+      );
+      assert.equal((await t.anonymous.request(r.method, r.url, r.body)).status, 401, `${r.operationId} 401`);
+    }
+    // Another account's owner does not see this account's endpoint.
+    const other = await f.world();
+    assert.equal((await other.owner.client.get(one)).status, 404);
+    // The owner may call each (delete last).
+    for (const r of [...routes.filter((x) => x.method !== 'DELETE'), routes[2]]) {
+      if (!r) continue;
+      const res = await w.owner.client.request(r.method, r.url, r.body);
+      assert.ok(res.status >= 200 && res.status < 300, `${r.operationId} ${res.status}`);
+    }
+  });
+});
+
+describe('SSRF guard (issue 22)', () => {
+  it('a private, loopback, link-local or metadata URL is refused (400 url_refused) without WEBHOOK_ALLOW_PRIVATE_TARGETS, and accepted with it', async () => {
+    const strict = await startApp(t.database, {});
+    after(() => strict.close());
+    const w = await f.world();
+    const client = clientFor(strict.app, w.owner.authorization);
+    for (const url of [
+      'http://127.0.0.1:8080/hook',
+      'http://localhost/hook',
+      'http://10.0.0.5/hook',
+      'http://192.168.1.1/hook',
+      'http://172.20.0.1/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::1]/hook',
+      'http://[fd00:ec2::254]/hook',
+      'http://[fe80::1]/hook',
+      'http://0.0.0.0/hook',
+      'http://224.0.0.1/hook',
+    ]) {
+      const res = await client.post(endpointsOf(w.account.id), { url });
+      assert.equal(res.status, 400, url);
+      assert.equal(res.body.errors?.[0]?.code, 'url_refused', JSON.stringify(res.body));
+      assert.equal(res.body.errors?.[0]?.field, 'url');
+    }
+    // With the setting (the test app), the same URL is accepted...
+    const receiver = await startReceiver();
+    after(() => receiver.close());
+    const endpoint = await createEndpoint(w.owner, w.account.id, { url: receiver.url });
+    // ...and a delivery made by the strict app is refused again after resolution (nothing is sent).
+    const ping = await client.post(`${endpointsOf(w.account.id)}/${endpoint.id}/ping`);
+    assert.equal(ping.status, 202);
+    await strict.runJobs();
+    const log = await client.get(`${endpointsOf(w.account.id)}/${endpoint.id}/deliveries`);
+    const d = log.body.results.find((x: Json) => x.id === ping.body.id);
+    assert.equal(d.status, 'pending');
+    assert.equal(d.attempts, 1);
+    assert.equal(d.last_status_code, null);
+    assert.match(d.last_error, /^refused: 127\.0\.0\.1 resolves to 127\.0\.0\.1/);
+    assert.equal(receiver.requests.length, 0);
+    // The permissive app delivers it (a manual redelivery, now).
+    const again = await w.owner.client.post(
+      `${endpointsOf(w.account.id)}/${endpoint.id}/deliveries/${d.id}/redeliver`,
+    );
+    assert.equal(again.status, 202);
+    await t.runJobs();
+    assert.equal(receiver.accepted.size, 1);
+    assert.ok(verifies(endpoint.secret, [...receiver.accepted.values()][0] as Json));
+  });
+});
+
+describe('signed deliveries (issue 22)', () => {
+  it('every delivery verifies with standardwebhooks; the receiver fails the first two attempts and still has each event exactly once by webhook-id', async () => {
+    const w = await readyWorld(t, f);
+    const receiver = await startReceiver({ failFirst: 2 });
+    after(() => receiver.close());
+    const endpoint = await createEndpoint(w.owner, w.account.id, { url: receiver.url });
+    const earlier = await eventIds(w);
+    await backup(w);
+    await backup(w);
+    await t.runJobs();
+    const events = await w.owner.client.get(`/v1/accounts/${w.account.id}/events?limit=100`);
+    const expected = events.body.results
+      .map((e: Json) => e.id)
+      .filter((id: string) => !earlier.includes(id))
+      .sort();
+    // 2 backups: started, completed, operation.completed each.
+    assert.equal(expected.length, 6, JSON.stringify(events.body.results.map((e: Json) => e.type)));
+    await deliverUntil(() => receiver.accepted.size === expected.length);
+    assert.deepEqual([...receiver.accepted.keys()].sort(), expected);
+    for (const r of receiver.requests) assert.ok(verifies(endpoint.secret, r), `signature of ${r.id}`);
+    // Three attempts per event (two failures, one success), the same id each time.
+    for (const id of expected) assert.equal(receiver.requests.filter((r) => r.id === id).length, 3);
+    for (const r of receiver.accepted.values()) {
+      const body = JSON.parse(r.body);
+      assert.equal(body.id, r.id);
+      assert.equal(body.account_id, w.account.id);
+    }
+    const log = await w.owner.client.get(`${endpointsOf(w.account.id)}/${endpoint.id}/deliveries`);
+    assert.equal(log.body.count, 6);
+    for (const d of log.body.results) {
+      assert.equal(d.status, 'delivered');
+      assert.equal(d.attempts, 3);
+      assert.equal(d.last_status_code, 200);
+      assert.equal(d.response_excerpt, 'ok');
+      assert.equal(typeof d.last_latency_ms, 'number');
+    }
+  });
+
+  it('deliveries go out in event order per install: a later event waits while an earlier one is retried', async () => {
+    const w = await readyWorld(t, f);
+    const receiver = await startReceiver({ failFirst: 2 });
+    after(() => receiver.close());
+    await createEndpoint(w.owner, w.account.id, { url: receiver.url });
+    const earlier = await eventIds(w);
+    await backup(w);
+    await backup(w);
+    await t.runJobs();
+    const events = await w.owner.client.get(`/v1/accounts/${w.account.id}/events?limit=100`);
+    const order = events.body.results
+      .map((e: Json) => e.id)
+      .filter((id: string) => !earlier.includes(id))
+      .reverse(); // oldest first
+    await deliverUntil(() => receiver.accepted.size === order.length);
+    // Attempts were made in event order: every attempt of event k precedes every attempt of k+1.
+    const attempted = receiver.requests.map((r) => order.indexOf(r.id));
+    assert.deepEqual(
+      attempted,
+      [...attempted].sort((a, b) => a - b),
+    );
+    assert.deepEqual([...receiver.accepted.keys()], order);
+  });
+
+  it('an event filter delivers only the listed types; a response excerpt is at most 1 KB', async () => {
+    const w = await readyWorld(t, f);
+    const receiver = await startReceiver({ failFirst: 1 });
+    after(() => receiver.close());
+    const endpoint = await createEndpoint(w.owner, w.account.id, {
+      url: receiver.url,
+      event_types: ['backup.completed'],
+    });
+    await backup(w);
+    await deliverUntil(() => receiver.accepted.size === 1);
+    assert.equal(JSON.parse([...receiver.accepted.values()][0]?.body ?? '{}').type, 'backup.completed');
+    assert.equal(new Set(receiver.requests.map((r) => r.id)).size, 1);
+    const log = await w.owner.client.get(`${endpointsOf(w.account.id)}/${endpoint.id}/deliveries`);
+    assert.equal(log.body.count, 1);
+    // The failed attempt's 4000-byte body was cut to 1 KB (then replaced by the success's "ok").
+    assert.equal(log.body.results[0].attempts, 2);
+  });
+
+  it('rotate_secret: during the 24 h overlap each delivery verifies with the old and the new secret; after it only the new', async () => {
+    const w = await readyWorld(t, f);
+    const receiver = await startReceiver();
+    after(() => receiver.close());
+    const endpoint = await createEndpoint(w.owner, w.account.id, { url: receiver.url });
+    const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
+    const rotated = await w.owner.client.post(`${one}/rotate_secret`);
+    assert.equal(rotated.status, 200);
+    assert.match(rotated.body.secret, /^whsec_/);
+    assert.notEqual(rotated.body.secret, endpoint.secret);
+    assert.ok(rotated.body.secret_rotation_ends_at);
+    assert.equal((await w.owner.client.get(one)).body.secret, undefined);
+    await w.owner.client.post(`${one}/ping`);
+    await t.runJobs();
+    const during = receiver.requests.at(-1);
+    assert.ok(during);
+    assert.equal(during.signatures.length, 2);
+    assert.ok(verifies(endpoint.secret, during), 'old secret verifies during the overlap');
+    assert.ok(verifies(rotated.body.secret, during), 'new secret verifies during the overlap');
+    t.clock.advance(24 * HOUR + 1000);
+    await w.owner.client.post(`${one}/ping`);
+    await t.runJobs();
+    const later = receiver.requests.at(-1);
+    assert.ok(later && later !== during);
+    assert.equal(later.signatures.length, 1);
+    assert.ok(!verifies(endpoint.secret, later), 'old secret no longer verifies');
+    assert.ok(verifies(rotated.body.secret, later));
+    assert.equal((await w.owner.client.get(one)).body.secret_rotation_ends_at, null);
+  });
+
+  it('an endpoint failing for 3 days is disabled and its owners are mailed; enabling it again clears the failure', async () => {
+    const w = await readyWorld(t, f);
+    const receiver = await startReceiver({ alwaysStatus: 503 });
+    after(() => receiver.close());
+    const endpoint = await createEndpoint(w.owner, w.account.id, { url: receiver.url });
+    const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
+    await w.owner.client.post(`${one}/ping`);
+    await backup(w);
+    await deliverUntil(async () => (await w.owner.client.get(one)).body.enabled === false, 8 * HOUR, 30);
+    const shown = (await w.owner.client.get(one)).body;
+    assert.match(shown.disabled_reason, /failed for 3 days/);
+    const mail = await t.database.db
+      .select({ to: mailOutbox.to_address, subject: mailOutbox.subject })
+      .from(mailOutbox)
+      .where(eq(mailOutbox.event, `webhook_endpoint.disabled:${endpoint.id}`));
+    assert.deepEqual(mail, [{ to: w.owner.email, subject: 'Webhook endpoint disabled' }]);
+    const enabled = await w.owner.client.patch(one, { enabled: true });
+    assert.equal(enabled.body.enabled, true);
+    assert.equal(enabled.body.disabled_reason, null);
+    assert.equal(enabled.body.failing_since, null);
+  });
+});
+
+if (TEST_DB === 'postgres') {
+  describe('a worker process killed during a delivery (issue 22, PostgreSQL)', async () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-hooks-'));
+    after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+    const jobEnv = {
+      JOB_EXPIRE_SECONDS: '2',
+      JOB_MAINTENANCE_SECONDS: '1',
+      JOB_RETRY_DELAY_SECONDS: '0',
+      JOB_POLL_INTERVAL_MS: '100',
+      JOB_SWEEP_INTERVAL_MS: '100',
+      JOB_DRAIN_SECONDS: '1',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    };
+    const pg = await buildTestApp({ env: jobEnv });
+    const pf = factories(pg);
+    const workerEnv = {
+      ...jobEnv,
+      DATABASE_URL: pg.databaseUrl ?? '',
+      DATA_DIR: path.join(tmp, 'worker'),
+      HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
+      // The endpoint secrets are sealed with the app's key: the worker must open them.
+      HOSTPLANE_SECRET_KEY: SECRET_KEY,
+      SIMULATED_DURATIONS: 'provision=0,backup=0',
+    };
+    const startWorker = async () => {
+      const run = runCli(['worker'], workerEnv);
+      await run.waitFor(/Hostplane worker is running \d+ job queues on PostgreSQL/);
+      return run;
+    };
+    const stop = async (run: Running, signal: NodeJS.Signals = 'SIGTERM') => {
+      if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill(signal);
+      return run.exited;
+    };
+    async function until(what: string, check: () => boolean | Promise<boolean>, ms = 25_000) {
+      const deadline = Date.now() + ms;
+      while (!(await check())) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+
+    it('SIGKILL mid-delivery loses no event and the receiver dedupes to exactly once by webhook-id', async () => {
+      const w = await readyWorld(pg, pf);
+      // The first request is held open: the worker is inside its POST when it is killed.
+      const receiver = await startReceiver({ hang: true });
+      after(() => receiver.close());
+      const endpoint = await createEndpoint(w.owner, w.account.id, {
+        url: receiver.url,
+        event_types: ['backup.completed', 'backup.started'],
+      });
+      let worker = await startWorker();
+      try {
+        const arrived = receiver.next();
+        await backup(w);
+        await arrived;
+        worker.child.kill('SIGKILL');
+        assert.equal(await worker.exited, 'SIGKILL');
+        worker = await startWorker();
+        await until('both events accepted', () => receiver.accepted.size === 2);
+        const events = await w.owner.client.get(
+          `/v1/accounts/${w.account.id}/events?type=backup.started&type=backup.completed`,
+        );
+        assert.deepEqual(
+          [...receiver.accepted.keys()].sort(),
+          events.body.results.map((e: Json) => e.id).sort(),
+        );
+        for (const r of receiver.requests) assert.ok(verifies(endpoint.secret, r));
+        // The held request was sent again after the kill: same webhook-id, twice at the receiver.
+        const first = receiver.requests[0];
+        assert.ok(first);
+        assert.ok(receiver.requests.filter((r) => r.id === first.id).length >= 2);
+        await until('the log to show both delivered', async () => {
+          const log = await w.owner.client.get(`${endpointsOf(w.account.id)}/${endpoint.id}/deliveries`);
+          return log.body.results.every((d: Json) => d.status === 'delivered') && log.body.count === 2;
+        });
+        assert.equal(await stop(worker), 0);
+      } finally {
+        await stop(worker, 'SIGKILL');
+      }
+    });
+  });
+}
+
+describe('metrics (issue 22)', () => {
+  it('GET /metrics shows the webhook queue: deliveries and attempts by status, the oldest pending, disabled endpoints', async () => {
+    const res = await t.anonymous.get('/metrics');
+    assert.equal(res.status, 200);
+    const text = String(res.raw.body);
+    for (const status of ['pending', 'delivered', 'failed']) {
+      assert.match(text, new RegExp(`hostplane_webhook_deliveries\\{status="${status}"\\} \\d+`));
+      assert.match(text, new RegExp(`hostplane_webhook_delivery_attempts\\{status="${status}"\\} \\d+`));
+    }
+    assert.match(text, /hostplane_webhook_oldest_pending_seconds \d/);
+    // The endpoint of the 3-day test was re-enabled; one disabled by its owner counts.
+    assert.match(text, /hostplane_webhook_disabled_endpoints \d+/);
+    const delivered = /hostplane_webhook_deliveries\{status="delivered"\} (\d+)/.exec(text);
+    assert.ok(Number(delivered?.[1]) > 0, 'the deliveries of the tests above are counted');
+  });
+});
