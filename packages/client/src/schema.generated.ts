@@ -218,7 +218,7 @@ export interface paths {
         get: operations["getInstall"];
         put?: never;
         post?: never;
-        /** Delete an install and its child records */
+        /** Delete an install and its child records (`?dry_run=true`: what it would do, nothing changed) */
         delete: operations["deleteInstall"];
         options?: never;
         head?: never;
@@ -902,6 +902,59 @@ export interface paths {
         post?: never;
         /** Cancel a transfer that has not started (T9): 204, or 409 once it has */
         delete: operations["cancelSiteTransfer"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's scoped credentials (never their secrets) */
+        get: operations["listCredentials"];
+        put?: never;
+        /** Make a scoped credential (HTTP Basic); the password is answered this once */
+        post: operations["createCredential"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/credentials/{credential_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One scoped credential (never its secret) */
+        get: operations["getCredential"];
+        put?: never;
+        post?: never;
+        /** Revoke a scoped credential: refused from the next request on, in every process */
+        delete: operations["revokeCredential"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/audit_events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every mutating call on the account (13 months), newest first */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3062,7 +3115,10 @@ export interface operations {
     };
     deleteInstall: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -3074,6 +3130,37 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Dry run: what the deletion would do; nothing was changed */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "dry_run": true,
+                     *       "install_id": "3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f",
+                     *       "operation": "deprovision_install",
+                     *       "domains_that_would_stop_serving": [
+                     *         "myinstall.hostplane.test",
+                     *         "www.example.com"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /** Format: uuid */
+                        install_id: string;
+                        /** @description The job the deletion would start (the platform removes its copy) */
+                        operation: string | null;
+                        /** @description The install's cname and domains: they would stop serving */
+                        domains_that_would_stop_serving: string[];
+                    };
+                };
+            };
             /** @description Deleted */
             204: {
                 headers: {
@@ -13015,6 +13102,879 @@ export interface operations {
                             code: string;
                             message: string;
                         }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    listCredentials: {
+        parameters: {
+            query?: {
+                /** @description Records to return */
+                limit?: number;
+                /** @description First record to return */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                account_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of scoped credentials */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        previous: string | null;
+                        next: string | null;
+                        /** @description Total number of results */
+                        count: number;
+                        results: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            account_id: string;
+                            /**
+                             * Format: uuid
+                             * @description The user who made it: it never grants more than this user may do
+                             */
+                            user_id: string;
+                            /** @description The Basic auth username: hpk_ and the id without dashes */
+                            username: string;
+                            description: string;
+                            /** @description `read`: reads only; `operate`: reads plus backups, restores, copies, purges and the other install operations; `admin`: everything the maker may do but managing credentials */
+                            scope: "read" | "operate" | "admin";
+                            install_ids: string[] | null;
+                            allowed_cidrs: string[] | null;
+                            expires_at: string | null;
+                            revoked_at: string | null;
+                            last_used_at: string | null;
+                            last_used_ip: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    createCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                account_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "description": "CI backups",
+                 *       "scope": "operate",
+                 *       "install_ids": [
+                 *         "3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f"
+                 *       ],
+                 *       "expires_at": "2027-01-01T00:00:00Z",
+                 *       "allowed_cidrs": [
+                 *         "203.0.113.0/24"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    description?: string;
+                    /** @description `read`: reads only; `operate`: reads plus backups, restores, copies, purges and the other install operations; `admin`: everything the maker may do but managing credentials */
+                    scope: "read" | "operate" | "admin";
+                    install_ids?: string[] | null;
+                    expires_at?: string | null;
+                    allowed_cidrs?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The new credential with its secret (shown once) */
+            201: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: uuid */
+                        account_id: string;
+                        /**
+                         * Format: uuid
+                         * @description The user who made it: it never grants more than this user may do
+                         */
+                        user_id: string;
+                        /** @description The Basic auth username: hpk_ and the id without dashes */
+                        username: string;
+                        description: string;
+                        /** @description `read`: reads only; `operate`: reads plus backups, restores, copies, purges and the other install operations; `admin`: everything the maker may do but managing credentials */
+                        scope: "read" | "operate" | "admin";
+                        install_ids: string[] | null;
+                        allowed_cidrs: string[] | null;
+                        expires_at: string | null;
+                        revoked_at: string | null;
+                        last_used_at: string | null;
+                        last_used_ip: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description The Basic auth password: shown this once, stored as a hash only */
+                        password: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    getCredential: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                account_id: string;
+                credential_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "7b0f9c52-58b0-4a55-9c1e-5fb2b1f3d0a1",
+                     *       "account_id": "e2f0a3a4-1c5b-4a61-9d0c-5e1d0f3b2a10",
+                     *       "user_id": "0f4c9e1d-2b3a-4c5d-8e6f-7a8b9c0d1e2f",
+                     *       "username": "hpk_7b0f9c5258b04a559c1e5fb2b1f3d0a1",
+                     *       "description": "CI backups",
+                     *       "scope": "operate",
+                     *       "install_ids": [
+                     *         "3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f"
+                     *       ],
+                     *       "allowed_cidrs": [
+                     *         "203.0.113.0/24"
+                     *       ],
+                     *       "expires_at": "2027-01-01T00:00:00.000Z",
+                     *       "revoked_at": null,
+                     *       "last_used_at": null,
+                     *       "last_used_ip": null,
+                     *       "created_at": "2026-11-26T01:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: uuid */
+                        account_id: string;
+                        /**
+                         * Format: uuid
+                         * @description The user who made it: it never grants more than this user may do
+                         */
+                        user_id: string;
+                        /** @description The Basic auth username: hpk_ and the id without dashes */
+                        username: string;
+                        description: string;
+                        /** @description `read`: reads only; `operate`: reads plus backups, restores, copies, purges and the other install operations; `admin`: everything the maker may do but managing credentials */
+                        scope: "read" | "operate" | "admin";
+                        install_ids: string[] | null;
+                        allowed_cidrs: string[] | null;
+                        expires_at: string | null;
+                        revoked_at: string | null;
+                        last_used_at: string | null;
+                        last_used_ip: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    revokeCredential: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                account_id: string;
+                credential_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Records to return */
+                limit?: number;
+                /** @description First record to return */
+                offset?: number;
+                /** @description Only calls by this user */
+                actor_user_id?: string;
+                /** @description Only calls with this scoped credential */
+                credential_id?: string;
+                /** @description e.g. install, site, domain */
+                resource_type?: string;
+                resource_id?: string;
+                /** @description An operationId, e.g. deleteInstall */
+                action?: string;
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path: {
+                account_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        previous: string | null;
+                        next: string | null;
+                        /** @description Total number of results */
+                        count: number;
+                        results: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: date-time */
+                            occurred_at: string;
+                            account_id: string | null;
+                            actor: {
+                                /** @description `user`: Basic auth; `admin`: the operator token */
+                                type: "user" | "admin";
+                                user_id: string | null;
+                                credential_id: string | null;
+                                ip: string | null;
+                            };
+                            /** @description The x-request-id of the call */
+                            request_id: string;
+                            operation_id: string | null;
+                            /** @description The operationId of the call (e.g. updateInstall) */
+                            action: string;
+                            method: string;
+                            /** @description The route pattern */
+                            path: string;
+                            resource: {
+                                type: string;
+                                id: string | null;
+                            };
+                            status: number | null;
+                            before: {
+                                [key: string]: unknown;
+                            } | null;
+                            after: {
+                                [key: string]: unknown;
+                            } | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
                     };
                 };
             };
