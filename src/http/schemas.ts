@@ -72,3 +72,14 @@ export function publicErrorResponses(): Record<number, TSchema> {
     503: { ...ErrorSchema, description: ERROR_DESCRIPTIONS[503] },
   };
 }
+
+/** Issue 22: `?dry_run=true` runs every check of the call and answers what it would do, changing nothing. */
+export const DryRunQuery = Type.Object({
+  dry_run: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description:
+        'true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event)',
+    }),
+  ),
+});

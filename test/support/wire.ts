@@ -67,7 +67,10 @@ export const EXTENSIONS: readonly string[] = [
 ];
 
 /** Statuses an operation answers that the document does not list, with the reason (none yet). */
-export const EXTRA_SUCCESS_STATUSES: Readonly<Record<string, readonly number[]>> = {};
+export const EXTRA_SUCCESS_STATUSES: Readonly<Record<string, readonly number[]>> = {
+  // Issue 22: `?dry_run=true` answers 200 with what the deletion would do (the document has no dry run).
+  deleteInstall: [200],
+};
 
 /**
  * Deliberate deviations from the document (docs/conformance.md), by `operationId status`: the schema

@@ -218,7 +218,7 @@ export interface paths {
         get: operations["getInstall"];
         put?: never;
         post?: never;
-        /** Delete an install and its child records */
+        /** Delete an install and its child records (`?dry_run=true`: what it would do, nothing changed) */
         delete: operations["deleteInstall"];
         options?: never;
         head?: never;
@@ -3115,7 +3115,10 @@ export interface operations {
     };
     deleteInstall: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -3127,6 +3130,37 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Dry run: what the deletion would do; nothing was changed */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "dry_run": true,
+                     *       "install_id": "3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f",
+                     *       "operation": "deprovision_install",
+                     *       "domains_that_would_stop_serving": [
+                     *         "myinstall.hostplane.test",
+                     *         "www.example.com"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /** Format: uuid */
+                        install_id: string;
+                        /** @description The job the deletion would start (the platform removes its copy) */
+                        operation: string | null;
+                        /** @description The install's cname and domains: they would stop serving */
+                        domains_that_would_stop_serving: string[];
+                    };
+                };
+            };
             /** @description Deleted */
             204: {
                 headers: {

@@ -1,7 +1,7 @@
 import { and, asc, eq, ne, type SQL, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
-import { installs } from '../../db/schema.js';
+import { domains, installs } from '../../db/schema.js';
 
 const projection = {
   id: installs.id,
@@ -91,4 +91,14 @@ export async function setPrimaryDomain(db: Db, id: string, name: string | null, 
     .update(installs)
     .set({ primary_domain: name ?? sql`${installs.name} || ${`.${installDomain}`}` })
     .where(eq(installs.id, id));
+}
+
+/** Issue 22 (dry run): the domain names of an install, in name order. */
+export async function domainNames(db: Db, installId: string): Promise<string[]> {
+  const rows = await db
+    .select({ name: domains.name })
+    .from(domains)
+    .where(eq(domains.install_id, installId))
+    .orderBy(asc(domains.name));
+  return rows.map((r) => r.name);
 }

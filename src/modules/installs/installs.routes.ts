@@ -1,10 +1,11 @@
 import { Type } from 'typebox';
 import { callerOf } from '../../http/auth.js';
 import { envelope, pageOf } from '../../http/pagination.js';
-import { errorResponses } from '../../http/schemas.js';
+import { DryRunQuery, errorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import {
   CreateInstallBody,
+  InstallDeleteDryRun,
   InstallDetailSchema,
   InstallList,
   InstallParams,
@@ -132,13 +133,22 @@ export function installsRoutes({ config, services }: RouteContext): RoutesPlugin
         schema: {
           operationId: 'deleteInstall',
           tags,
-          summary: 'Delete an install and its child records',
+          summary:
+            'Delete an install and its child records (`?dry_run=true`: what it would do, nothing changed)',
           params: InstallParams,
-          response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses(400, 403, 404) },
+          querystring: DryRunQuery,
+          response: {
+            200: InstallDeleteDryRun,
+            204: Type.Null({ description: 'Deleted' }),
+            ...errorResponses(400, 403, 404),
+          },
         },
         config: routeConfig,
       },
       async (request, reply) => {
+        if (request.query.dry_run) {
+          return services.installs.removeDryRun(callerOf(request), request.params.install_id);
+        }
         await services.installs.remove(callerOf(request), request.params.install_id);
         return reply.status(204).send(null);
       },

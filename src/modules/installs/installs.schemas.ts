@@ -57,3 +57,28 @@ export const UpdateInstallBody = Type.Object({
   site_id: Type.Optional(Uuid()),
   environment: Type.Optional(Nullable(Environment)),
 });
+
+/** Issue 22: what `DELETE /v1/installs/{id}?dry_run=true` answers. */
+export const InstallDeleteDryRun = Type.Object(
+  {
+    dry_run: Type.Literal(true),
+    install_id: Type.String({ format: 'uuid' }),
+    operation: Type.Union([Type.String(), Type.Null()], {
+      description: 'The job the deletion would start (the platform removes its copy)',
+    }),
+    domains_that_would_stop_serving: Type.Array(Type.String(), {
+      description: "The install's cname and domains: they would stop serving",
+    }),
+  },
+  {
+    description: 'Dry run: what the deletion would do; nothing was changed',
+    examples: [
+      {
+        dry_run: true,
+        install_id: '3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f',
+        operation: 'deprovision_install',
+        domains_that_would_stop_serving: ['myinstall.hostplane.test', 'www.example.com'],
+      },
+    ],
+  },
+);

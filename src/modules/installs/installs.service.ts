@@ -204,6 +204,22 @@ export function createInstallsService({
     },
 
     /** Deletes the install and, through foreign keys, its child records; the platform's copy follows (a job). */
+    /**
+     * Issue 22, `?dry_run=true`: the checks of `remove` and what it would do, changing nothing (no
+     * row, no job). The install's domains, its cname included, would stop serving.
+     */
+    async removeDryRun(caller: Caller, installId: string) {
+      const install = await find(caller, installId, 'installs:delete');
+      const names = await repo.domainNames(db, installId);
+      const cname = `${install.name}.${installDomain}`;
+      return {
+        dry_run: true as const,
+        install_id: install.id,
+        operation: startDeprovisioning ? 'deprovision_install' : null,
+        domains_that_would_stop_serving: [...new Set([cname, ...names])],
+      };
+    },
+
     async remove(caller: Caller, installId: string) {
       await find(caller, installId, 'installs:delete');
       await withTransaction(db, async (tx) => {
