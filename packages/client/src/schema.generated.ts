@@ -960,6 +960,131 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{account_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's events of the last 30 days, newest first
+         * @description Every state change (backups, restores, copies, installs, transfers, domains, certificates, usage, reports, users, operations). Page with `starting_after` (the last id of a page). Partial members see the events of their installs only.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/webhook_endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's webhook endpoints (owners) */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /** Add a webhook endpoint; its signing secret is in this response only */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/webhook_endpoints/{webhook_endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook endpoint */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /** Delete a webhook endpoint (its pending deliveries are dropped) */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /** Change a webhook endpoint (enabled: true resumes a disabled one) */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/webhook_endpoints/{webhook_endpoint_id}/rotate_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret (shown once); the old one also signs for 24 hours */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/webhook_endpoints/{webhook_endpoint_id}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a signed webhook.ping to the endpoint (see its deliveries for the outcome) */
+        post: operations["pingWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/webhook_endpoints/{webhook_endpoint_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The delivery log: attempts, last status code, latency and response excerpt */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/webhook_endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again (same webhook-id), now */
+        post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/installs/{install_id}/archives/{archive_id}/download": {
         parameters: {
             query?: never;
@@ -13975,6 +14100,1876 @@ export interface operations {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Events to return */
+                limit?: number;
+                /** @description An event id: the page starts after (older than) it */
+                starting_after?: string;
+                /** @description Only these types (repeat the parameter) */
+                type?: ("backup.started" | "backup.completed" | "backup.failed" | "restore.started" | "restore.completed" | "restore.failed" | "install_copy.started" | "install_copy.completed" | "install_copy.failed" | "install.provisioned" | "install.provision_failed" | "install.deleted" | "site_transfer.started" | "site_transfer.completed" | "site_transfer.failed" | "domain.verified" | "domain.verification_failed" | "certificate.issued" | "certificate.expiring" | "disk_usage.refreshed" | "site_report.sent" | "user.invited" | "user.removed" | "operation.completed" | "operation.failed")[];
+                /** @description Only events about this resource (or install) */
+                resource_id?: string;
+                /** @description Only events of this install */
+                install_id?: string;
+            };
+            header?: never;
+            path: {
+                account_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "id": "0b9b3f1e-4a0c-4f57-9d0e-6c7a1f2d3e4f",
+                     *           "type": "backup.completed",
+                     *           "created_at": "2026-11-26T01:00:00.000Z",
+                     *           "account_id": "5f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+                     *           "install_id": "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d",
+                     *           "resource": {
+                     *             "type": "backup",
+                     *             "id": "9c0d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
+                     *           },
+                     *           "data": {
+                     *             "operation_id": "1e2f3a4b-5c6d-4e7f-8a9b-0c1d2e3f4a5b",
+                     *             "operation_type": "create_backup",
+                     *             "status": "completed",
+                     *             "error": null
+                     *           }
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next": null
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Newest first */
+                        results: {
+                            /**
+                             * Format: uuid
+                             * @description The event id; `webhook-id` of its deliveries
+                             */
+                            id: string;
+                            /** @description The kind of state change (see the `type` filter) */
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: uuid */
+                            account_id: string;
+                            install_id: string | null;
+                            resource: {
+                                /** @description backup, install, operation, site_transfer, ... */
+                                type: string;
+                                id: string;
+                            };
+                            /** @description Details of the change */
+                            data: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        /** @description Whether older events follow (pass the last id as starting_after) */
+                        has_more: boolean;
+                        next: string | null;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description Records to return */
+                limit?: number;
+                /** @description First record to return */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                account_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhook endpoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        previous: string | null;
+                        next: string | null;
+                        /** @description Total number of results */
+                        count: number;
+                        results: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            account_id: string;
+                            /** Format: uri */
+                            url: string;
+                            description: string;
+                            /** @description Event types delivered; empty: every type */
+                            event_types: string[];
+                            enabled: boolean;
+                            disabled_reason: string | null;
+                            failing_since: string | null;
+                            secret_rotation_ends_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                account_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/hostplane",
+                 *       "description": "CI pipeline",
+                 *       "event_types": [
+                 *         "backup.completed"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description http(s) URL; refused when it resolves to a loopback, private, link-local or metadata address */
+                    url: string;
+                    description?: string;
+                    /** @description Event types to deliver; empty or absent: every type */
+                    event_types?: ("backup.started" | "backup.completed" | "backup.failed" | "restore.started" | "restore.completed" | "restore.failed" | "install_copy.started" | "install_copy.completed" | "install_copy.failed" | "install.provisioned" | "install.provision_failed" | "install.deleted" | "site_transfer.started" | "site_transfer.completed" | "site_transfer.failed" | "domain.verified" | "domain.verification_failed" | "certificate.issued" | "certificate.expiring" | "disk_usage.refreshed" | "site_report.sent" | "user.invited" | "user.removed" | "operation.completed" | "operation.failed")[];
+                    /** @default true */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+                     *       "account_id": "5f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+                     *       "url": "https://hooks.example.com/hostplane",
+                     *       "description": "CI pipeline",
+                     *       "event_types": [
+                     *         "backup.completed",
+                     *         "backup.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "failing_since": null,
+                     *       "secret_rotation_ends_at": null,
+                     *       "created_at": "2026-11-26T01:00:00.000Z",
+                     *       "updated_at": "2026-11-26T01:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: uuid */
+                        account_id: string;
+                        /** Format: uri */
+                        url: string;
+                        description: string;
+                        /** @description Event types delivered; empty: every type */
+                        event_types: string[];
+                        enabled: boolean;
+                        disabled_reason: string | null;
+                        failing_since: string | null;
+                        secret_rotation_ends_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description The signing secret (whsec_...), shown only in this response */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                account_id: string;
+                webhook_endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+                     *       "account_id": "5f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+                     *       "url": "https://hooks.example.com/hostplane",
+                     *       "description": "CI pipeline",
+                     *       "event_types": [
+                     *         "backup.completed",
+                     *         "backup.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "failing_since": null,
+                     *       "secret_rotation_ends_at": null,
+                     *       "created_at": "2026-11-26T01:00:00.000Z",
+                     *       "updated_at": "2026-11-26T01:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: uuid */
+                        account_id: string;
+                        /** Format: uri */
+                        url: string;
+                        description: string;
+                        /** @description Event types delivered; empty: every type */
+                        event_types: string[];
+                        enabled: boolean;
+                        disabled_reason: string | null;
+                        failing_since: string | null;
+                        secret_rotation_ends_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                account_id: string;
+                webhook_endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                account_id: string;
+                webhook_endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/json": {
+                    /** @description http(s) URL; refused when it resolves to a loopback, private, link-local or metadata address */
+                    url?: string;
+                    description?: string;
+                    /** @description Event types to deliver; empty or absent: every type */
+                    event_types?: ("backup.started" | "backup.completed" | "backup.failed" | "restore.started" | "restore.completed" | "restore.failed" | "install_copy.started" | "install_copy.completed" | "install_copy.failed" | "install.provisioned" | "install.provision_failed" | "install.deleted" | "site_transfer.started" | "site_transfer.completed" | "site_transfer.failed" | "domain.verified" | "domain.verification_failed" | "certificate.issued" | "certificate.expiring" | "disk_usage.refreshed" | "site_report.sent" | "user.invited" | "user.removed" | "operation.completed" | "operation.failed")[];
+                    /** @description true again after a disable clears the failure */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+                     *       "account_id": "5f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+                     *       "url": "https://hooks.example.com/hostplane",
+                     *       "description": "CI pipeline",
+                     *       "event_types": [
+                     *         "backup.completed",
+                     *         "backup.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "failing_since": null,
+                     *       "secret_rotation_ends_at": null,
+                     *       "created_at": "2026-11-26T01:00:00.000Z",
+                     *       "updated_at": "2026-11-26T01:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: uuid */
+                        account_id: string;
+                        /** Format: uri */
+                        url: string;
+                        description: string;
+                        /** @description Event types delivered; empty: every type */
+                        event_types: string[];
+                        enabled: boolean;
+                        disabled_reason: string | null;
+                        failing_since: string | null;
+                        secret_rotation_ends_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                account_id: string;
+                webhook_endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+                     *       "account_id": "5f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+                     *       "url": "https://hooks.example.com/hostplane",
+                     *       "description": "CI pipeline",
+                     *       "event_types": [
+                     *         "backup.completed",
+                     *         "backup.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "failing_since": null,
+                     *       "secret_rotation_ends_at": null,
+                     *       "created_at": "2026-11-26T01:00:00.000Z",
+                     *       "updated_at": "2026-11-26T01:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: uuid */
+                        account_id: string;
+                        /** Format: uri */
+                        url: string;
+                        description: string;
+                        /** @description Event types delivered; empty: every type */
+                        event_types: string[];
+                        enabled: boolean;
+                        disabled_reason: string | null;
+                        failing_since: string | null;
+                        secret_rotation_ends_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description The signing secret (whsec_...), shown only in this response */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    pingWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                account_id: string;
+                webhook_endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "4d5e6f7a-8b9c-4d0e-8f1a-2b3c4d5e6f7a",
+                     *       "event_id": "0b9b3f1e-4a0c-4f57-9d0e-6c7a1f2d3e4f",
+                     *       "event_type": "backup.completed",
+                     *       "status": "delivered",
+                     *       "attempts": 3,
+                     *       "next_attempt_at": null,
+                     *       "last_attempt_at": "2026-11-26T01:00:50.000Z",
+                     *       "last_status_code": 200,
+                     *       "last_latency_ms": 42,
+                     *       "last_error": null,
+                     *       "response_excerpt": "ok",
+                     *       "delivered_at": "2026-11-26T01:00:50.000Z",
+                     *       "created_at": "2026-11-26T01:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /**
+                         * Format: uuid
+                         * @description The `webhook-id` header: the same on every attempt
+                         */
+                        event_id: string;
+                        event_type: string;
+                        status: "pending" | "delivered" | "failed";
+                        attempts: number;
+                        next_attempt_at: string | null;
+                        last_attempt_at: string | null;
+                        last_status_code: number | null;
+                        last_latency_ms: number | null;
+                        last_error: string | null;
+                        response_excerpt: string | null;
+                        delivered_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Records to return */
+                limit?: number;
+                /** @description First record to return */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                account_id: string;
+                webhook_endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        previous: string | null;
+                        next: string | null;
+                        /** @description Total number of results */
+                        count: number;
+                        results: {
+                            /** Format: uuid */
+                            id: string;
+                            /**
+                             * Format: uuid
+                             * @description The `webhook-id` header: the same on every attempt
+                             */
+                            event_id: string;
+                            event_type: string;
+                            status: "pending" | "delivered" | "failed";
+                            attempts: number;
+                            next_attempt_at: string | null;
+                            last_attempt_at: string | null;
+                            last_status_code: number | null;
+                            last_latency_ms: number | null;
+                            last_error: string | null;
+                            response_excerpt: string | null;
+                            delivered_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                account_id: string;
+                webhook_endpoint_id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "4d5e6f7a-8b9c-4d0e-8f1a-2b3c4d5e6f7a",
+                     *       "event_id": "0b9b3f1e-4a0c-4f57-9d0e-6c7a1f2d3e4f",
+                     *       "event_type": "backup.completed",
+                     *       "status": "delivered",
+                     *       "attempts": 3,
+                     *       "next_attempt_at": null,
+                     *       "last_attempt_at": "2026-11-26T01:00:50.000Z",
+                     *       "last_status_code": 200,
+                     *       "last_latency_ms": 42,
+                     *       "last_error": null,
+                     *       "response_excerpt": "ok",
+                     *       "delivered_at": "2026-11-26T01:00:50.000Z",
+                     *       "created_at": "2026-11-26T01:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /**
+                         * Format: uuid
+                         * @description The `webhook-id` header: the same on every attempt
+                         */
+                        event_id: string;
+                        event_type: string;
+                        status: "pending" | "delivered" | "failed";
+                        attempts: number;
+                        next_attempt_at: string | null;
+                        last_attempt_at: string | null;
+                        last_status_code: number | null;
+                        last_latency_ms: number | null;
+                        last_error: string | null;
+                        response_excerpt: string | null;
+                        delivered_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };
