@@ -24,7 +24,9 @@ export type Action =
   | 'reports:manage'
   // Issue 22: scoped credentials and the audit log (owners only; never through a scoped credential).
   | 'credentials:manage'
-  | 'audit:read';
+  | 'audit:read'
+  // Issue 22: webhook endpoints (owners; an admin-scoped credential of an owner too).
+  | 'webhooks:manage';
 
 const PARTIAL: Action[] = ['account:read', 'installs:read', 'installs:operate'];
 const FULL: Action[] = [
@@ -45,7 +47,7 @@ const FULL: Action[] = [
 
 /** The role matrix (docs/conformance.md prints it); `,billing` adds billing actions (transfers) to full. */
 export const ROLE_MATRIX: Record<Role, ReadonlySet<Action>> = {
-  owner: new Set([...FULL, 'transfers:manage', 'credentials:manage', 'audit:read']),
+  owner: new Set([...FULL, 'transfers:manage', 'credentials:manage', 'audit:read', 'webhooks:manage']),
   full: new Set(FULL),
   'full,billing': new Set([...FULL, 'transfers:manage']),
   partial: new Set(PARTIAL),

@@ -37,6 +37,7 @@ const ADMIN: Action[] = [
   'transfers:manage',
   'reports:manage',
   'audit:read',
+  'webhooks:manage',
   // Never 'credentials:manage': a leaked credential cannot mint others (decisions.md #108).
 ];
 /** A credential limited to some installs acts on those installs only, never on the account's sites. */

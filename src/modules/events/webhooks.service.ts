@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { type Caller, requireMember } from '../../auth/access.js';
+import { type Caller, requireAccount } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import type { Page } from '../../db/page.js';
@@ -61,8 +61,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
 
   /** Webhook endpoints are managed by the account's owners: 404 for strangers, 403 for other roles. */
   function requireOwner(caller: Caller, accountId: string) {
-    const membership = requireMember(caller, accountId);
-    if (membership.roles !== 'owner') throw Errors.forbidden();
+    // One check for roles and scoped credentials alike (a read- or operate-scoped credential: 403).
+    requireAccount(caller, accountId, 'webhooks:manage');
   }
 
   async function requireEndpoint(caller: Caller, accountId: string, id: string) {

@@ -81,6 +81,10 @@ export function createUsageService({ db, clock, installs, operations, driver }: 
    * Then the request starts the next refresh: it asks again, a bounded number of times.
    */
   async function refresh(installId: string): Promise<OperationRow> {
+    // A request that finds a refresh open joins it without queueing for the install's lock (a burst
+    // of refreshes of one install otherwise waits in line on it, each past the request's budget).
+    const open = await operations.openOfType(installId, 'refresh_disk_usage');
+    if (open) return open;
     return withTransaction(db, async (tx) => {
       const install = await installs.lockProvisioned(tx, installId);
       for (let attempt = 0; attempt < 5; attempt++) {
