@@ -25,6 +25,14 @@ export interface ServerBlock {
   socket: string;
 }
 
+/**
+ * The per-install access log's format (usage from the server, issue 21): tab-separated time (epoch
+ * seconds with milliseconds), status, bytes sent, the page cache's status (\`-\` when none), client
+ * address. Read by access-log.ts.
+ */
+export const USAGE_LOG_FORMAT =
+  "  log_format hostplane_usage '$msec\\t$status\\t$bytes_sent\\t$upstream_cache_status\\t$remote_addr';";
+
 function mainConf(paths: WebPaths, sitesDir: string, httpPort: number) {
   const t = paths.tmp;
   return `# Written by Hostplane (local driver, web tier): do not edit, it is rewritten.
@@ -38,6 +46,7 @@ http {
   sendfile on;
   server_tokens off;
   access_log ${path.join(paths.logs, 'nginx-access.log')};
+${USAGE_LOG_FORMAT}
   client_body_temp_path ${t}/body;
   fastcgi_temp_path ${t}/fastcgi;
   proxy_temp_path ${t}/proxy;
@@ -55,19 +64,55 @@ http {
 `;
 }
 
+/**
+ * The install's FastCGI page cache (issue 21): its zone, at HOSTING_ROOT/web/cache/<slug> (http
+ * context, before the server block). purgeCache `page` empties that directory: nginx answers a MISS
+ * for an entry whose file is gone, so no reload is needed.
+ */
+export function cacheZone(slug: string, cacheRoot: string): string {
+  const dir = configPath(path.join(cacheRoot, slug));
+  return `fastcgi_cache_path ${dir} levels=1:2 keys_zone=${slug}:4m max_size=256m inactive=60m use_temp_path=off;`;
+}
+
+/**
+ * What is never cached, as WordPress hosts do it: POSTs, query strings, WordPress's own endpoints
+ * (admin, login, cron, XML-RPC, feeds) and requests with a logged-in, commenter or password cookie.
+ */
+export const CACHE_SKIP = `  set $hp_skip_cache 0;
+  if ($request_method = POST) { set $hp_skip_cache 1; }
+  if ($query_string != "") { set $hp_skip_cache 1; }
+  if ($request_uri ~* "^/(wp-admin/|wp-[a-z-]+.php|xmlrpc.php|feed/)") { set $hp_skip_cache 1; }
+  if ($http_cookie ~* "comment_author|wordpress_[a-f0-9]+|wp-postpass|wordpress_logged_in|wordpress_no_cache") { set $hp_skip_cache 1; }`;
+
+/** The PHP location's cache directives: the install's zone, the skip rules, `X-Cache-Status`. */
+export function cacheUse(slug: string): string {
+  return `    fastcgi_cache ${slug};
+    fastcgi_cache_key "$scheme$request_method$host$request_uri";
+    fastcgi_cache_valid 200 301 302 10m;
+    fastcgi_cache_bypass $hp_skip_cache;
+    fastcgi_no_cache $hp_skip_cache;
+    add_header X-Cache-Status $upstream_cache_status always;`;
+}
+
 /** One install's server block: every value in it is a validated name or path (names.ts). */
-export function serverBlock(block: ServerBlock, httpPort: number, logs: string): string {
+export function serverBlock(
+  block: ServerBlock,
+  httpPort: number,
+  paths: Pick<WebPaths, 'logs' | 'cache'>,
+): string {
   const names = block.names.map(hostName).join(' ');
   const root = configPath(block.documentRoot);
   const socket = configPath(block.socket);
   if (!/^hp_[0-9a-f]{32}$/.test(block.slug)) throw new Error(`not an install slug: ${block.slug}`);
   return `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.
+${cacheZone(block.slug, paths.cache)}
 server {
   listen ${httpPort};
   server_name ${names};
   root ${root};
   index index.php index.html;
-  access_log ${configPath(path.join(logs, `${block.slug}.access.log`))};
+  access_log ${configPath(path.join(paths.logs, `${block.slug}.access.log`))} hostplane_usage;
+${CACHE_SKIP}
   location = /wp-config.php { deny all; }
   location ~ /\\. { deny all; }
   location / {
@@ -79,6 +124,7 @@ server {
     fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
     fastcgi_param HTTP_HOST $http_host;
     fastcgi_pass unix:${socket};
+${cacheUse(block.slug)}
   }
 }
 `;
@@ -95,7 +141,7 @@ export function createWebServer(paths: WebPaths, httpPort: number) {
   };
 
   async function prepare() {
-    for (const dir of [paths.sites, paths.run, paths.logs, paths.tmp])
+    for (const dir of [paths.sites, paths.run, paths.logs, paths.tmp, paths.cache])
       await fs.mkdir(dir, { recursive: true });
     await fs.writeFile(paths.nginxConf, mainConf(paths, paths.sites, httpPort));
   }
@@ -139,7 +185,7 @@ export function createWebServer(paths: WebPaths, httpPort: number) {
     put: (block: ServerBlock, signal: AbortSignal) =>
       serial(async () => {
         await prepare();
-        const text = serverBlock(block, httpPort, paths.logs);
+        const text = serverBlock(block, httpPort, paths);
         await check({ slug: block.slug, text }, signal);
         const live = path.join(paths.sites, `${block.slug}.conf`);
         const temp = path.join(paths.sites, `.${block.slug}.conf.tmp`);
@@ -160,5 +206,20 @@ export function createWebServer(paths: WebPaths, httpPort: number) {
       }),
 
     running: () => livePid(paths.nginxPid),
+
+    /**
+     * Starts nginx from the live configuration when it is not running (the main file rewritten first,
+     * then checked); a running nginx is left alone.
+     */
+    ensureRunning: () =>
+      serial(async () => {
+        if (await livePid(paths.nginxPid)) return;
+        await prepare();
+        await run(NGINX, ['-t', '-q', '-c', paths.nginxConf], {
+          signal: AbortSignal.timeout(30_000),
+          env: TOOL_ENV,
+        });
+        await startOrReload();
+      }),
   };
 }
