@@ -12,7 +12,7 @@ import * as files from './files.js';
  * idempotent: the state is written only after they are stored, and a crash in between reads the
  * same lines again to the same totals. A log that was rotated (another inode; the rest of the old
  * one read from `<log>.1` when it is there) or truncated (smaller than the offset) is read from its
- * start. Only whole lines are read; a line being written is left for the next roll-up.
+ * start (a truncation is seen by the size, or by other first bytes than at the last read). Only whole lines are read; a line being written is left for the next roll-up.
  */
 
 interface DayState {
@@ -26,6 +26,8 @@ interface DayState {
 interface LogState {
   inode: number;
   offset: number;
+  /** The log's first bytes when it was last read: other bytes there mean it was truncated and rewritten. */
+  head?: string;
   days: Record<string, DayState>;
 }
 
@@ -33,6 +35,8 @@ interface LogState {
 const KEEP_DAYS = 3;
 /** Bytes read from one log in one roll-up (the rest waits for the next). */
 const MAX_READ = 64 * 1024 * 1024;
+/** How much of a log's start identifies it (its first line's time and status). */
+const HEAD_BYTES = 32;
 /** Served from the page cache: not an origin request. */
 const FROM_CACHE = new Set(['HIT', 'STALE', 'UPDATING', 'REVALIDATED']);
 
@@ -77,6 +81,20 @@ async function readLines(file: string, offset: number): Promise<{ lines: string[
       lines: buffer.subarray(0, end).toString('utf8').split('\n'),
       next: offset + end + 1,
     };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The log's first bytes, at most up to `offset` (a line starts with its time in milliseconds). */
+async function headOf(file: string, offset: number): Promise<string> {
+  const length = Math.min(HEAD_BYTES, offset);
+  if (length === 0) return '';
+  const handle = await fs.open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, 0);
+    return buffer.subarray(0, bytesRead).toString('base64');
   } finally {
     await handle.close();
   }
@@ -138,13 +156,14 @@ export async function rollLog(
     }
     state.inode = stat.ino;
     state.offset = 0;
-  } else if (stat && stat.size < state.offset) {
-    state.offset = 0; // Truncated.
+  } else if (stat && (stat.size < state.offset || (await headOf(log, state.offset)) !== (state.head ?? ''))) {
+    state.offset = 0; // Truncated (and maybe written past the old offset since).
   }
   if (stat) {
     const read = await readLines(log, state.offset);
     for (const d of add(state, read.lines)) touched.add(d);
     state.offset = read.next;
+    state.head = await headOf(log, state.offset);
   }
   const days = [...touched].sort().map((date) => {
     const d = state.days[date] as DayState;
