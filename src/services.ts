@@ -184,7 +184,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installDomain,
   });
   const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting });
-  const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock });
+  const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock, db });
   const cacheJobs = createCacheJobs({ operations, driver: hosting });
   const reportJobs = createReportJobs({ db, clock, outbox, publicUrl: config.publicUrl });
   // Site transfers (issue 11): T1-T11.
@@ -213,6 +213,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     create_backup: backupJobs.create,
     restore_backup: backupJobs.restore,
     refresh_disk_usage: usageJobs.refresh,
+    'usage-traffic-roll': usageJobs.rollTraffic,
     purge_cache: cacheJobs.purge,
     transfer_site: siteTransferJobs.transfer,
     'mail-deliver': {
@@ -277,6 +278,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     },
     faults,
     due,
+    /** Issue 21: a roll-up of the server's access logs due now (serve/worker start). */
+    scheduleTrafficRoll: usageJobs.scheduleTrafficRoll,
     jobHandlers,
     offload,
     archives,

@@ -146,6 +146,21 @@ export const JOBS = {
     expireInSeconds: 60,
     concurrency: 2,
   },
+  /**
+   * Issue 21, usage from the server: the driver's access logs rolled into the daily usage rows, then
+   * the next roll-up scheduled as due work. One queued at a time; a failed roll-up is simply retried
+   * (the figures it stores are a day's totals, so storing them twice is harmless).
+   */
+  'usage-traffic-roll': {
+    payload: Type.Object({}),
+    retryLimit: 2,
+    retryDelaySeconds: 30,
+    retryBackoff: true,
+    expireInSeconds: 300,
+    concurrency: 1,
+    policy: 'short',
+    singletonKey: () => 'traffic',
+  },
 } as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;

@@ -2,7 +2,14 @@ import fs from 'node:fs/promises';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import type { SecretBox } from '../../secrets.js';
-import type { CallContext, DriverOperation, HostingDriver, InstallRef, RoutingRequest } from '../driver.js';
+import type {
+  CallContext,
+  DriverOperation,
+  HostingDriver,
+  InstallRef,
+  RoutingRequest,
+  TrafficDay,
+} from '../driver.js';
 import { backupOperations } from './backups.js';
 import type { LocalContext } from './context.js';
 import { copyOperations } from './copies.js';
@@ -97,6 +104,8 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
         const { cache } = pathsOf(hostingRoot, input.install_id);
         await files.remove(cache);
         await fs.mkdir(cache, { recursive: true });
+        // Issue 21: `page` empties nginx's FastCGI cache of the install (no reload needed).
+        if (input.type === 'page') await ctx.web?.purgePage(input.install_id);
         return {} as Record<string, never>;
       }),
 
@@ -114,6 +123,15 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
       once('apply_routing', call, [input.install.id], async () =>
         ctx.web ? ctx.web.applyRouting(input, call.signal) : { names: [] },
       ),
+
+    ...(ctx.web && {
+      collectTraffic: (store: (installId: string, days: TrafficDay[]) => Promise<void>, now: Date) =>
+        (ctx.web as NonNullable<typeof ctx.web>).collectTraffic(store, now),
+    }),
+
+    start: async () => {
+      await ctx.web?.start();
+    },
 
     close: () => mariadb.close(),
 
