@@ -141,6 +141,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     operations,
     certificates,
     driver: hosting,
+    renewOrdered: hosting.name === 'local',
   });
   const installJobs = createInstallJobs({ operations, installs, driver: hosting });
   const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting });
@@ -183,6 +184,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     // Issue 13.
     'domain-status-check': domainStatusJobs.check,
     order_certificate: certificateOrders.job,
+    renew_certificate: certificateOrders.renewJob,
   };
   /** Due work (jobs/due.ts): the sweeper of workers, and the admin clock after a move. */
   const due = { sweep: () => sweepDue(db, queue, clock), next: () => nextDue(db) };
@@ -262,7 +264,7 @@ function configuredDriver({
     hostingRoot: local.hostingRoot,
     maxHeavy: local.maxHeavyOperations,
     web: local.web && { httpPort: local.web.httpPort, installDomain: config.installDomain },
-    issueCertificate: simulated.issueCertificate,
+    acme: local.acme,
     ...(config.faultsEnabled && {
       midway: (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal),
     }),

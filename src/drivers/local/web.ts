@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '../../db/client.js';
 import type { InstallRef } from '../driver.js';
+import { challengeRoot } from './acme.js';
 import type { MariaDb } from './database.js';
 import * as files from './files.js';
 import * as repo from './local.repo.js';
@@ -29,6 +30,19 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
   const nginx = createWebServer(paths, config.httpPort);
   const fpm = createPhpFpm(paths);
   const socketOf = (slug: string) => path.join(paths.run, `${slug}.sock`);
+  const cnameOf = (install: InstallRef) => hostName(`${install.name}.${config.installDomain}`);
+  /** The install's server block: its cname and `extra` names (validated), its challenge root. */
+  const blockOf = (install: InstallRef, extra: string[] = []) => {
+    const slug = installSlug(install.id);
+    const names = [...new Set([cnameOf(install), ...extra.map(hostName)])];
+    return {
+      slug,
+      names,
+      documentRoot: pathsOf(ctx.hostingRoot, install.id).public,
+      socket: socketOf(slug),
+      challengeRoot: challengeRoot(ctx.hostingRoot, install.id),
+    };
+  };
 
   return {
     paths,
@@ -42,7 +56,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       const slug = installSlug(install.id);
       const user = systemUser(install.id);
       const dirs = pathsOf(ctx.hostingRoot, install.id);
-      const cname = hostName(`${install.name}.${config.installDomain}`);
+      const cname = cnameOf(install);
       // Others (nginx, each pool's user) may pass through, not list.
       for (const dir of [ctx.hostingRoot, path.dirname(dirs.root), dirs.root]) await fs.chmod(dir, 0o711);
       await wordpress.ensureUser(user, signal);
@@ -76,8 +90,19 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
         signal,
       });
       await fpm.put({ slug, user, socket: socketOf(slug), dirs: [dirs.public, dirs.private], tmp }, signal);
-      await nginx.put({ slug, names: [cname], documentRoot: dirs.public, socket: socketOf(slug) }, signal);
+      await fs.mkdir(challengeRoot(ctx.hostingRoot, install.id), { recursive: true, mode: 0o755 });
+      await nginx.put(blockOf(install), signal);
       return { php_version: await wordpress.phpVersion(signal) };
+    },
+
+    /**
+     * ACME HTTP-01 (acme.ts): the install's server block answers for `names` too, so the CA's request
+     * for `http://<name>/.well-known/acme-challenge/<token>` reaches the install's challenge directory.
+     * (Serving an install's domains as such, D1-D7, is the domain routing's; this only adds the names.)
+     */
+    async serveChallenges(install: InstallRef, names: string[], signal: AbortSignal) {
+      await fs.mkdir(challengeRoot(ctx.hostingRoot, install.id), { recursive: true, mode: 0o755 });
+      await nginx.put(blockOf(install, names), signal);
     },
 
     /**

@@ -23,6 +23,11 @@ export interface ServerBlock {
   names: string[];
   documentRoot: string;
   socket: string;
+  /**
+   * Issue 21, ACME HTTP-01: the install's challenge root (HOSTING_ROOT/web/challenges/hp_<hex>), served
+   * at `/.well-known/acme-challenge/` for every name of the block.
+   */
+  challengeRoot: string;
 }
 
 function mainConf(paths: WebPaths, sitesDir: string, httpPort: number) {
@@ -68,6 +73,11 @@ server {
   root ${root};
   index index.php index.html;
   access_log ${configPath(path.join(logs, `${block.slug}.access.log`))};
+  location ^~ /.well-known/acme-challenge/ {
+    root ${configPath(block.challengeRoot)};
+    default_type text/plain;
+    try_files $uri =404;
+  }
   location = /wp-config.php { deny all; }
   location ~ /\\. { deny all; }
   location / {
