@@ -8,10 +8,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { acmeAccounts, acmeOrders } from '../../src/db/schema.js';
+import { createSecretBox } from '../../src/secrets.js';
 import { startDnsServer } from '../support/dns-server.js';
 import { addDomain, uniqueDomain, verifyDomain } from '../support/domains.js';
 import { factories } from '../support/factories.js';
-import { buildTestApp, type Json } from '../support/harness.js';
+import { buildTestApp, type Json, SECRET_KEY } from '../support/harness.js';
 import { operationOf, readyWorld } from '../support/jobs.js';
 import { localHosting } from '../support/local-hosting.js';
 import { createPki } from '../support/pki.js';
@@ -226,6 +228,18 @@ describe('local driver: certificate orders through ACME against Pebble (issue 21
       'acme-challenge',
     );
     assert.deepEqual(await fs.readdir(challenges), []);
+    // One ACME account (its key made once, sealed); the order's certificate key sealed too.
+    const accounts = await t.database.db.select().from(acmeAccounts);
+    assert.equal(accounts.length, 1);
+    const [account] = accounts;
+    assert.ok(account);
+    assert.ok(account.account_url?.startsWith(`https://localhost:${acmePort}/`), 'registered');
+    const box = createSecretBox(SECRET_KEY);
+    assert.doesNotMatch(account.key_sealed, /PRIVATE KEY/);
+    assert.match(box.open(account.key_sealed, `acme-account:${directoryUrl}`).toString(), /PRIVATE KEY/);
+    const orders = await t.database.db.select().from(acmeOrders);
+    assert.ok(orders.length >= 1);
+    for (const order of orders) assert.doesNotMatch(order.key_sealed, /PRIVATE KEY/);
     ordered = { domain: d, serial: cert.body.certificate.serial, notAfter: cert.body.certificate.not_after };
   });
 

@@ -98,6 +98,9 @@ function problemOf(value: unknown): string | null {
   return typeof type === 'string' ? type : null;
 }
 
+/** The CA refused (an authorization or the order is invalid): retrying the same names would not help. */
+class AcmeRefusal extends Error {}
+
 type HttpClient = {
   request: (url: string, method: string, opts?: Record<string, unknown>) => Promise<unknown>;
 };
@@ -218,7 +221,7 @@ export function createAcmeIssuer(deps: AcmeIssuerDeps) {
         if (authz.status === 'valid') continue;
         const failed = authz.challenges.find((c) => c.type === 'http-01');
         const why = problemOf(failed?.error) ?? `authorization ${authz.status}`;
-        throw new Error(`challenge for ${authz.identifier.value} failed: ${why}`);
+        throw new AcmeRefusal(`challenge for ${authz.identifier.value} failed: ${why}`);
       }
     } finally {
       for (const token of tokens) await removeChallengeToken(hostingRoot, install.id, token);
@@ -297,7 +300,11 @@ export function createAcmeIssuer(deps: AcmeIssuerDeps) {
         const message = call.signal.aborted
           ? `aborted: ${String(call.signal.reason)}`
           : (err as Error).message;
-        throw new DriverError('issue_certificate', `ACME order for ${names.join(', ')} failed: ${message}`);
+        throw new DriverError(
+          'issue_certificate',
+          `ACME order for ${names.join(', ')} failed: ${message}`,
+          err instanceof AcmeRefusal,
+        );
       }
     },
   };

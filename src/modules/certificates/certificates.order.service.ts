@@ -1,7 +1,7 @@
 import type { Caller } from '../../auth/access.js';
 import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
-import { type HostingDriver, installRef } from '../../drivers/driver.js';
+import { DriverError, type HostingDriver, installRef } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
 import type { JobHandler } from '../../jobs/catalog.js';
 import { rescheduleAt } from '../../jobs/due.js';
@@ -93,10 +93,18 @@ export function createCertificateOrders(deps: CertificateOrdersDeps) {
         await operations.fail(op.id, `The certificate order was refused: ${why}`, async () => undefined);
         return;
       }
-      const result = await driver.issueCertificate(
-        { key: op.id, signal: ctx.signal },
-        { install: installRef(install), names: [name] },
-      );
+      let result: Awaited<ReturnType<typeof driver.issueCertificate>>;
+      try {
+        result = await driver.issueCertificate(
+          { key: op.id, signal: ctx.signal },
+          { install: installRef(install), names: [name] },
+        );
+      } catch (err) {
+        // A refusal a retry cannot change (the CA found the challenge invalid) ends the order now.
+        if (!(err instanceof DriverError && err.final)) throw err;
+        await operations.fail(op.id, `The certificate order failed: ${err.message}`, async () => undefined);
+        return;
+      }
       if (!result.done) return operations.waitUntil(op, result.checkAt);
       const names = await domains.namesOf(install.id);
       await operations.complete(op.id, async (tx) => {
