@@ -1,5 +1,6 @@
 import type { Database } from './db/client.js';
 import { withTransaction } from './db/transaction.js';
+import { resealAcmeKeys } from './drivers/local/acme.js';
 import { resealLocalSecrets } from './drivers/local/installs.js';
 import { resealSimulatedSecrets } from './drivers/simulated/driver.js';
 import { resealCertificateKeys } from './modules/certificates/certificates.service.js';
@@ -30,7 +31,8 @@ export async function resealSecrets(
     const certificates = await resealCertificateKeys(tx, reseal);
     const simulated = await resealSimulatedSecrets(tx, reseal);
     const local = await resealLocalSecrets(tx, reseal);
-    const parts = [certificates, simulated, local];
+    const acme = await resealAcmeKeys(tx, reseal);
+    const parts = [certificates, simulated, local, acme];
     return {
       resealed: parts.reduce((n, p) => n + p.resealed, 0),
       current: parts.reduce((n, p) => n + p.current, 0),

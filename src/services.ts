@@ -168,6 +168,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     operations,
     certificates,
     driver: hosting,
+    renewOrdered: hosting.name === 'local',
   });
   const installJobs = createInstallJobs({
     operations,
@@ -225,6 +226,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     'domain-status-check': domainStatusJobs.check,
     order_certificate: certificateOrders.job,
     apply_routing: routingJob,
+    renew_certificate: certificateOrders.renewJob,
   };
   /** Due work (jobs/due.ts): the sweeper of workers, and the admin clock after a move. */
   const due = { sweep: () => sweepDue(db, queue, clock), next: () => nextDue(db) };
@@ -309,7 +311,7 @@ function configuredDriver({
     hostingRoot: local.hostingRoot,
     maxHeavy: local.maxHeavyOperations,
     web: local.web && { ...local.web, installDomain: config.installDomain },
-    issueCertificate: simulated.issueCertificate,
+    acme: local.acme,
     ...(config.faultsEnabled && {
       midway: (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal),
     }),

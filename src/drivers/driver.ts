@@ -188,6 +188,12 @@ export class DriverError extends Error {
   constructor(
     readonly operation: DriverOperation,
     message: string,
+    /**
+     * The platform refused the work for a reason a retry cannot change (an ACME challenge the CA
+     * found invalid): the job ends the operation at once instead of retrying (retries would only
+     * spend the CA's failed-validation limits).
+     */
+    readonly final = false,
   ) {
     super(message);
     this.name = 'DriverError';

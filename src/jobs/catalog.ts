@@ -90,6 +90,21 @@ export const JOBS = {
    * by the operations table (a change while one is queued joins it: operations.startCoalesced).
    */
   apply_routing: operationStep,
+  /**
+   * Issue 21: a certificate ordered through ACME is ordered again before it expires. Due work
+   * (jobs/due.ts, one row per install and domain) made when the order completes; when due it starts
+   * a new order_certificate operation with the completed order's input. Keyed by that order.
+   */
+  renew_certificate: {
+    payload: Type.Object({ order_id: Type.String({ format: 'uuid' }) }),
+    retryLimit: 3,
+    retryDelaySeconds: 30,
+    retryBackoff: true,
+    expireInSeconds: 60,
+    concurrency: 1,
+    policy: 'short',
+    singletonKey: (payload: { order_id: string }) => payload.order_id,
+  },
   /** T9-T11: in_progress, the driver's move_site, then the move in one transaction. */
   transfer_site: operationStep,
   /**

@@ -198,6 +198,22 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
     },
 
     /**
+     * ACME HTTP-01 (acme.ts): the names of `names` the install's live configuration does not serve yet
+     * (their challenge would fail). Routing serves the install's challenge directory on every name of
+     * it, domains included, so an ordered domain is served once its apply_routing has run.
+     */
+    async unservedNames(install: InstallRef, names: string[]): Promise<string[]> {
+      const served = await nginx.servedNames(installSlug(install.id));
+      return names.filter((n) => {
+        try {
+          return !served.has(serverName(n));
+        } catch {
+          return true;
+        }
+      });
+    },
+
+    /**
      * C1-C4: a copy's tables, loaded into `database` (the destination's staging one), get the
      * destination's URLs wherever they hold the source's (serialized values included).
      */

@@ -298,6 +298,15 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
 
     running: () => livePid(paths.nginxPid),
 
+    /** The names the install's live server block file answers for (every server of it, HTTP or HTTPS). */
+    async servedNames(slug: string): Promise<Set<string>> {
+      const text = await fs.readFile(path.join(paths.sites, `${slug}.conf`), 'utf8').catch(() => '');
+      const names = new Set<string>();
+      for (const m of text.matchAll(/^\s*server_name\s+([^;]*);/gm))
+        for (const n of (m[1] ?? '').split(/\s+/)) if (n) names.add(n);
+      return names;
+    },
+
     /**
      * Starts nginx from the live configuration when it is not running (the main file rewritten first,
      * then checked); a running nginx is left alone.
