@@ -8,6 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { type DetailedPeerCertificate, connect as tlsConnect } from 'node:tls';
 import { acmeAccounts, acmeOrders } from '../../src/db/schema.js';
 import { createSecretBox } from '../../src/secrets.js';
 import { startDnsServer } from '../support/dns-server.js';
@@ -75,7 +76,8 @@ describe('local driver: certificate orders through ACME against Pebble (issue 21
   skip: missing.length > 0 && `missing ${missing.join(', ')}`,
 }, async () => {
   if (missing.length > 0) return;
-  const [httpPort, acmePort, mgmtPort, tlsPort] = [
+  const [httpPort, httpsPort, acmePort, mgmtPort, tlsPort] = [
+    await freePort(),
     await freePort(),
     await freePort(),
     await freePort(),
@@ -135,6 +137,7 @@ describe('local driver: certificate orders through ACME against Pebble (issue 21
       ...host.env,
       LOCAL_WEB: 'on',
       HOSTING_HTTP_PORT: String(httpPort),
+      HOSTING_HTTPS_PORT: String(httpsPort),
       DNS_SERVERS: dns.address,
       ACME_DIRECTORY_URL: directoryUrl,
       ACME_CA_BUNDLE: caBundle,
@@ -183,12 +186,16 @@ describe('local driver: certificate orders through ACME against Pebble (issue 21
   async function domain(resolves: boolean) {
     const name = uniqueDomain('acme');
     if (resolves) dns.answer(name, { a: ['127.0.0.1'] });
-    return verifyDomain(
+    const d = await verifyDomain(
       dns,
       w.owner.client,
       w.install.id,
       await addDomain(w.owner.client, w.install.id, name),
     );
+    // The domain's apply_routing (started by the add) serves it over HTTP, challenge path included;
+    // an order placed before that waits for it (a retried attempt), so routing runs first here.
+    await t.runJobs();
+    return d;
   }
   /** The chain verifies up to Pebble's root: leaf <- intermediate(s) <- root. */
   function assertVerifies(chain: X509Certificate[], root: X509Certificate) {
@@ -200,6 +207,27 @@ describe('local driver: certificate orders through ACME against Pebble (issue 21
   }
 
   let ordered: { domain: Json; serial: string; notAfter: string } | null = null;
+
+  /** The chain nginx serves for `servername` on HOSTING_HTTPS_PORT, the handshake verified against `ca` only. */
+  function servedChain(servername: string, ca: string) {
+    return new Promise<{ authorized: boolean; chain: X509Certificate[] }>((resolve, reject) => {
+      const socket = tlsConnect(
+        { host: '127.0.0.1', port: httpsPort, servername, ca, timeout: 5_000 },
+        () => {
+          const chain: X509Certificate[] = [];
+          let peer: DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
+          while (peer?.raw && !chain.some((c) => c.raw.equals(peer?.raw as Buffer))) {
+            chain.push(new X509Certificate(peer.raw));
+            peer = peer.issuerCertificate;
+          }
+          resolve({ authorized: socket.authorized, chain });
+          socket.end();
+        },
+      );
+      socket.on('error', reject);
+      socket.on('timeout', () => socket.destroy(new Error('TLS connect timed out')));
+    });
+  }
 
   it("issue 21: a certificate ordered for a domain of a LOCAL_WEB install comes from the ACME CA (HTTP-01 answered by nginx) and its chain verifies against Pebble's root", async () => {
     assert.equal(installed.body.status, 'active', JSON.stringify(installed.body));
@@ -235,6 +263,32 @@ describe('local driver: certificate orders through ACME against Pebble (issue 21
     assert.ok(orders.length >= 1);
     for (const order of orders) assert.doesNotMatch(order.key_sealed, /PRIVATE KEY/);
     ordered = { domain: d, serial: cert.body.certificate.serial, notAfter: cert.body.certificate.not_after };
+  });
+
+  it("issue 21 (L1-L2, SNI): the ordered certificate is served by nginx on HOSTING_HTTPS_PORT for its name, and the served chain verifies against Pebble's root", async () => {
+    assert.ok(ordered, 'the first test ordered a certificate');
+    // storeIssued started the install's apply_routing: let it run (it may already have).
+    await t.runJobs();
+    const ops = await w.owner.client.get(`/v1/installs/${w.install.id}/operations`);
+    const routing = ops.body.results.filter((o: Json) => o.type === 'apply_routing');
+    assert.ok(routing.length > 0 && routing[0].status === 'completed', JSON.stringify(routing.slice(0, 2)));
+    const root = await pebbleRoot();
+    // Node verifies the handshake against Pebble's root only (the chain must lead there) and the name.
+    const served = await servedChain(ordered.domain.name, root.toString());
+    assert.equal(served.authorized, true, 'the served chain verifies against the root');
+    const [leaf] = served.chain;
+    assert.ok(leaf);
+    assert.equal(
+      leaf.serialNumber.toUpperCase(),
+      ordered.serial,
+      'the ordered certificate is the one served',
+    );
+    assert.equal(leaf.checkHost(ordered.domain.name), ordered.domain.name);
+    const chain = served.chain.filter((c) => !c.raw.equals(root.raw));
+    assert.ok(chain.length >= 2, 'leaf and intermediate served');
+    assertVerifies(chain, root);
+    // A name the install has no certificate for gets no certificate (the TLS default refuses it).
+    await assert.rejects(servedChain(uniqueDomain('nocert'), root.toString()));
   });
 
   it('issue 21: a challenge the CA cannot validate (the name resolves nowhere) fails the order with the ACME problem; no certificate is stored', async () => {
