@@ -117,6 +117,18 @@ ensure_web() {
   fi
 }
 
+# Issue 21: Pebble, the ACME test server (Debian's package), for test/api/local-acme.test.ts.
+ensure_pebble() {
+  [ -x /usr/bin/pebble ] && return 0
+  echo "Installing Debian package for the ACME tests: pebble"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pebble >/dev/null
+  else
+    echo "Missing pebble: install it (apt-get install pebble)" >&2
+    return 1
+  fi
+}
+
 timings="$(mktemp -d)"
 trap 'rm -rf "$timings"' EXIT
 # This run's logs, one per phase and database (the last day's runs are kept).
@@ -257,6 +269,7 @@ case "$mode" in
     ensure_mariadb
     ensure_chromium
     ensure_web
+    ensure_pebble
     status=0
     # Type check + lint and the unit tests use the cores while the API files start (most of the
     # first files' time is spent waiting on processes, PostgreSQL and timers).
@@ -283,7 +296,8 @@ case "$mode" in
     ensure_postgres
     if [ "$mode" = api ] || [[ " $* " == *browser* ]]; then ensure_chromium; fi
     if [ "$mode" = api ] || [[ " $* " == *local* ]] || [[ " $* " == *drivers* ]]; then ensure_mariadb; fi
-    if [ "$mode" = api ] || [[ " $* " == *local-web* ]]; then ensure_web; fi
+    if [ "$mode" = api ] || [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]]; then ensure_web; fi
+    if [ "$mode" = api ] || [[ " $* " == *local-acme* ]]; then ensure_pebble; fi
     status=0
     run_api "pglite postgres" "$@" || status=$?
     finish "$status"
@@ -293,6 +307,7 @@ case "$mode" in
     ensure_mariadb
     ensure_chromium
     ensure_web
+    ensure_pebble
     run_api pglite
     ;;
   postgres | postgres-files)
@@ -301,6 +316,7 @@ case "$mode" in
     ensure_redis
     ensure_mariadb
     ensure_postgres
+    if [[ " $* " == *local-acme* ]]; then ensure_web && ensure_pebble; fi
     status=0
     run_api postgres "$@" || status=$?
     report_times

@@ -231,6 +231,11 @@ describe('loadConfig', () => {
       mariadbUrl: 'mysql://root@127.0.0.1:3306',
       maxHeavyOperations: 2,
       web: null,
+      acme: {
+        directoryUrl: 'https://acme-v02.api.letsencrypt.org/directory',
+        email: null,
+        caBundleFile: null,
+      },
     });
     assert.deepEqual(
       loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', HOSTING_HTTP_PORT: '8080' }).driver.local?.web,
@@ -254,6 +259,33 @@ describe('loadConfig', () => {
     assert.deepEqual(problemsOf({ HOSTING_DRIVER: 'remote' }), [
       'HOSTING_DRIVER must be one of simulated, local (got "remote")',
     ]);
+  });
+
+  it('issue 21: ACME_DIRECTORY_URL (https only), ACME_EMAIL and ACME_CA_BUNDLE (an absolute path) are checked', () => {
+    const acme = loadConfig({
+      HOSTING_DRIVER: 'local',
+      ACME_DIRECTORY_URL: 'https://localhost:14000/dir',
+      ACME_EMAIL: 'ops@example.test',
+      ACME_CA_BUNDLE: '/etc/hostplane/acme-ca.pem',
+    }).driver.local?.acme;
+    assert.deepEqual(acme, {
+      directoryUrl: 'https://localhost:14000/dir',
+      email: 'ops@example.test',
+      caBundleFile: '/etc/hostplane/acme-ca.pem',
+    });
+    assert.deepEqual(
+      problemsOf({
+        HOSTING_DRIVER: 'local',
+        ACME_DIRECTORY_URL: 'http://localhost:14000/dir',
+        ACME_EMAIL: 'not an address',
+        ACME_CA_BUNDLE: 'relative/ca.pem',
+      }),
+      [
+        'ACME_EMAIL is not an e-mail address (got "not an address")',
+        'ACME_CA_BUNDLE must be an absolute path',
+        'ACME_DIRECTORY_URL must use https: (got "http:")',
+      ],
+    );
   });
 
   it('issue 15: METRICS_TOKEN, METRICS_PORT and the rotation keys are optional and checked', () => {

@@ -183,6 +183,18 @@ export interface LocalDriverConfig {
    * covers, on `HOSTING_HTTPS_PORT` (default 443). Null when off.
    */
   readonly web: { readonly httpPort: number; readonly httpsPort: number } | null;
+  /** Issue 21: certificate orders through ACME (RFC 8555). */
+  readonly acme: {
+    /** `ACME_DIRECTORY_URL`, default Let's Encrypt's production directory (https only). */
+    readonly directoryUrl: string;
+    /** `ACME_EMAIL`, default unset: the ACME account's contact address. */
+    readonly email: string | null;
+    /**
+     * `ACME_CA_BUNDLE`, default unset: a PEM file of CAs trusted (besides Node's) for the ACME
+     * directory's TLS only, e.g. Pebble's test CA. Verification is never turned off.
+     */
+    readonly caBundleFile: string | null;
+  };
 }
 
 export interface DbBudgetConfig {
@@ -369,6 +381,21 @@ function leaseVars(env: Env, problems: string[]) {
   return { heartbeatSeconds, leaseSeconds };
 }
 
+const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
+
+function acmeVars(env: Env, problems: string[]): LocalDriverConfig['acme'] {
+  const email = env.ACME_EMAIL || null;
+  if (email !== null && (email.length > 254 || !/^[^\s@<>,;:"]+@[^\s@<>,;:"]+$/.test(email)))
+    problems.push(`ACME_EMAIL is not an e-mail address (got "${email}")`);
+  const bundle = env.ACME_CA_BUNDLE || null;
+  if (bundle !== null && !path.isAbsolute(bundle)) problems.push('ACME_CA_BUNDLE must be an absolute path');
+  return {
+    directoryUrl: urlVar(env, 'ACME_DIRECTORY_URL', ['https:'], problems) ?? LETS_ENCRYPT_DIRECTORY,
+    email,
+    caBundleFile: bundle,
+  };
+}
+
 function driverVars(env: Env, dataDir: string, problems: string[]): Config['driver'] {
   const kind = enumVar(env, 'HOSTING_DRIVER', ['simulated', 'local'] as const, 'simulated', problems);
   const durations = Object.freeze(durationsVar(env, problems));
@@ -386,6 +413,7 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
             httpsPort: intVar(env, 'HOSTING_HTTPS_PORT', 443, 1, 65535, problems),
           })
         : null,
+    acme: Object.freeze(acmeVars(env, problems)),
   });
   return Object.freeze({ kind, durations, local });
 }

@@ -1,5 +1,6 @@
 import type { Database } from './db/client.js';
 import { withTransaction } from './db/transaction.js';
+import { resealAcmeKeys } from './drivers/local/acme.js';
 import { resealLocalSecrets } from './drivers/local/installs.js';
 import { resealSimulatedSecrets } from './drivers/simulated/driver.js';
 import { resealCertificateKeys } from './modules/certificates/certificates.service.js';
@@ -32,7 +33,8 @@ export async function resealSecrets(
     const simulated = await resealSimulatedSecrets(tx, reseal);
     const local = await resealLocalSecrets(tx, reseal);
     const webhooks = await resealWebhookSecrets(tx, reseal);
-    const parts = [certificates, simulated, local, webhooks];
+    const acme = await resealAcmeKeys(tx, reseal);
+    const parts = [certificates, simulated, local, webhooks, acme];
     return {
       resealed: parts.reduce((n, p) => n + p.resealed, 0),
       current: parts.reduce((n, p) => n + p.current, 0),

@@ -181,6 +181,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     operations,
     certificates,
     driver: hosting,
+    renewOrdered: hosting.name === 'local',
   });
   const installJobs = createInstallJobs({
     operations,
@@ -197,7 +198,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installDomain,
   });
   const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting });
-  const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock });
+  const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock, db });
   const cacheJobs = createCacheJobs({ operations, driver: hosting });
   const reportJobs = createReportJobs({ db, clock, outbox, publicUrl: config.publicUrl });
   // Site transfers (issue 11): T1-T11.
@@ -226,6 +227,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     create_backup: backupJobs.create,
     restore_backup: backupJobs.restore,
     refresh_disk_usage: usageJobs.refresh,
+    'usage-traffic-roll': usageJobs.rollTraffic,
     purge_cache: cacheJobs.purge,
     transfer_site: siteTransferJobs.transfer,
     'mail-deliver': {
@@ -241,6 +243,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
       run: ({ delivery_id }) => webhooks.deliver(delivery_id),
       exhausted: ({ delivery_id }, error) => webhooks.exhausted(delivery_id, error),
     },
+    renew_certificate: certificateOrders.renewJob,
   };
   /** Due work (jobs/due.ts): the sweeper of workers, and the admin clock after a move. */
   // The 30-day sweep of events rides on the due-work sweeper (at most once a minute).
@@ -303,6 +306,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     },
     faults,
     due,
+    /** Issue 21: a roll-up of the server's access logs due now (serve/worker start). */
+    scheduleTrafficRoll: usageJobs.scheduleTrafficRoll,
     jobHandlers,
     offload,
     archives,
@@ -332,7 +337,7 @@ function configuredDriver({
     hostingRoot: local.hostingRoot,
     maxHeavy: local.maxHeavyOperations,
     web: local.web && { ...local.web, installDomain: config.installDomain },
-    issueCertificate: simulated.issueCertificate,
+    acme: local.acme,
     ...(config.faultsEnabled && {
       midway: (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal),
     }),

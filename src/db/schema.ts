@@ -925,3 +925,34 @@ export const schema = {
   apiCredentials,
   auditEvents,
 };
+
+// Issue 21: certificate orders through ACME (RFC 8555), the local driver's (drivers/local/acme.ts).
+
+/**
+ * The ACME account of one directory (ACME_DIRECTORY_URL): its key, made once and sealed (context:
+ * `acme-account:<directory>`), and the account URL once registered.
+ */
+export const acmeAccounts = pgTable('acme_accounts', {
+  directory_url: text('directory_url').primaryKey(),
+  key_sealed: text('key_sealed').notNull(),
+  account_url: text('account_url'),
+  created_at: createdAt(),
+});
+
+/**
+ * One certificate order of one driver call key: the certificate's key (sealed, context
+ * `acme-order:<key>`), the ACME order URL (a retried call resumes it), and the chain once issued.
+ */
+export const acmeOrders = pgTable(
+  'acme_orders',
+  {
+    key: text('key').primaryKey(),
+    install_id: uuid('install_id').notNull(),
+    directory_url: text('directory_url').notNull(),
+    key_sealed: text('key_sealed').notNull(),
+    order_url: text('order_url'),
+    chain_pem: text('chain_pem'),
+    created_at: createdAt(),
+  },
+  (t) => [index('acme_orders_install_id_idx').on(t.install_id)],
+);

@@ -94,6 +94,18 @@ export interface RoutingRequest {
   certificates: RoutedCertificate[];
 }
 
+/** One day of an install's traffic as the server logged it (absolute totals of the day, UTC). */
+export interface TrafficDay {
+  date: string;
+  /** Distinct client addresses. */
+  visits: number;
+  requests: number;
+  /** Requests not answered from the page cache, and their bytes. */
+  origin_requests: number;
+  origin_bytes: number;
+  total_bytes: number;
+}
+
 export interface HostingDriver {
   /** `simulated`, or the name of a real platform's driver. */
   readonly name: string;
@@ -137,6 +149,21 @@ export interface HostingDriver {
   applyRouting(ctx: CallContext, input: RoutingRequest): Promise<DriverResult<{ names: string[] }>>;
   /** On install delete: removes what the platform holds for the install (files, database, backups). */
   deprovision(ctx: CallContext, install: InstallRef): Promise<DriverResult<Record<string, never>>>;
+  /**
+   * Starts what serves the installs when it is not running (the local driver's nginx and PHP-FPM,
+   * issue 21), leaving running processes alone; `hostplane serve` and `worker` call it at start.
+   * Optional.
+   */
+  start?(): Promise<void>;
+  /**
+   * Usage from the server (issue 21): the traffic logged since the last call, handed to `store` as
+   * each touched day's absolute totals per install (storing them again is harmless); the driver moves
+   * past those lines only once `store` resolved. Optional: a driver without server logs has none.
+   */
+  collectTraffic?(
+    store: (installId: string, days: TrafficDay[]) => Promise<void>,
+    now: Date,
+  ): Promise<number>;
   /** Releases what the driver holds open (connections); optional. */
   close?(): Promise<void>;
   /** listArchives: the downloadable export of a completed backup, served by its signed download link. */
@@ -161,6 +188,12 @@ export class DriverError extends Error {
   constructor(
     readonly operation: DriverOperation,
     message: string,
+    /**
+     * The platform refused the work for a reason a retry cannot change (an ACME challenge the CA
+     * found invalid): the job ends the operation at once instead of retrying (retries would only
+     * spend the CA's failed-validation limits).
+     */
+    readonly final = false,
   ) {
     super(message);
     this.name = 'DriverError';

@@ -90,6 +90,21 @@ export const JOBS = {
    * by the operations table (a change while one is queued joins it: operations.startCoalesced).
    */
   apply_routing: operationStep,
+  /**
+   * Issue 21: a certificate ordered through ACME is ordered again before it expires. Due work
+   * (jobs/due.ts, one row per install and domain) made when the order completes; when due it starts
+   * a new order_certificate operation with the completed order's input. Keyed by that order.
+   */
+  renew_certificate: {
+    payload: Type.Object({ order_id: Type.String({ format: 'uuid' }) }),
+    retryLimit: 3,
+    retryDelaySeconds: 30,
+    retryBackoff: true,
+    expireInSeconds: 60,
+    concurrency: 1,
+    policy: 'short',
+    singletonKey: (payload: { order_id: string }) => payload.order_id,
+  },
   /** T9-T11: in_progress, the driver's move_site, then the move in one transaction. */
   transfer_site: operationStep,
   /**
@@ -160,6 +175,21 @@ export const JOBS = {
     concurrency: 8,
     policy: 'short',
     singletonKey: (payload: { delivery_id: string }) => payload.delivery_id,
+  },
+  /**
+   * Issue 21, usage from the server: the driver's access logs rolled into the daily usage rows, then
+   * the next roll-up scheduled as due work. One queued at a time; a failed roll-up is simply retried
+   * (the figures it stores are a day's totals, so storing them twice is harmless).
+   */
+  'usage-traffic-roll': {
+    payload: Type.Object({}),
+    retryLimit: 2,
+    retryDelaySeconds: 30,
+    retryBackoff: true,
+    expireInSeconds: 300,
+    concurrency: 1,
+    policy: 'short',
+    singletonKey: () => 'traffic',
   },
 } as const satisfies Record<string, JobSpec>;
 

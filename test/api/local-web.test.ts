@@ -6,10 +6,12 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { TEST_DB } from '../support/databases.js';
 import { factories } from '../support/factories.js';
-import { buildTestApp, type Json } from '../support/harness.js';
+import { ADMIN_TOKEN, buildTestApp, type Json, SECRET_KEY } from '../support/harness.js';
 import { operationOf, readyWorld } from '../support/jobs.js';
 import { localHosting } from '../support/local-hosting.js';
+import { runCli } from '../support/process.js';
 
 // Issue 21 (first slice): HOSTING_DRIVER=local with LOCAL_WEB=on serves installs with Debian's nginx,
 // php8.2-fpm and wordpress (scripts/test.sh installs them). nginx and PHP-FPM run from this file's
@@ -34,17 +36,28 @@ async function freePort(): Promise<number> {
 }
 
 /** GET / on nginx with the install's host name: status and body, or null when nginx closed the connection. */
-function get(port: number, host: string, urlPath = '/'): Promise<{ status: number; body: string } | null> {
+function get(
+  port: number,
+  host: string,
+  urlPath = '/',
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders } | null> {
   return new Promise((resolve) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path: urlPath, headers: { host: `${host}:${port}` }, timeout: 30_000 },
+      {
+        host: '127.0.0.1',
+        port,
+        path: urlPath,
+        headers: { ...headers, host: `${host}:${port}` },
+        timeout: 30_000,
+      },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => {
           body += c;
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
       },
     );
     req.on('error', () => resolve(null));
@@ -256,5 +269,219 @@ describe('local driver web tier (issue 21)', {
     assert.equal((await fs.stat(path.join(to.public, 'wp-content'))).uid, uid);
     const page = await until(port, stagingHost, (r) => r?.status === 200 && /Hello world!/.test(r.body));
     assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 500));
+  });
+
+  it('C1-C4 (issue 21): a copy production -> staging rewrites the production URL to the staging one, inside PHP-serialized options too; staging serves the post with staging links', async () => {
+    const prod = await served();
+    const stagingInstall = await f.install(prod.w.owner.client, prod.w.account.id, prod.w.site.id, 'staging');
+    seen.push(stagingInstall.id);
+    host.paths(stagingInstall.id);
+    await t.runJobs();
+    const staging = await prod.w.owner.client.get(`/v1/installs/${stagingInstall.id}`);
+    assert.equal(staging.body.status, 'active', JSON.stringify(staging.body));
+    const prodUrl = `http://${prod.cname}:${port}`;
+    const stagingUrl = `http://${staging.body.cname}:${port}`;
+    // A post linking to production, and an option holding a serialized array with production's URL.
+    const db = slugOf(prod.w.install.id);
+    const title = `Copied post ${prod.w.install.id.slice(0, 8)}`;
+    const [inserted] = (await host.admin.query(
+      `INSERT INTO \`${db}\`.wp_posts (post_author, post_date, post_date_gmt, post_content, post_title, post_excerpt,
+         post_status, post_name, to_ping, pinged, post_modified, post_modified_gmt, post_content_filtered, guid, post_type)
+       VALUES (1, NOW(), UTC_TIMESTAMP(), ?, ?, '', 'publish', 'copied-post', '', '', NOW(), UTC_TIMESTAMP(), '', ?, 'post')`,
+      [
+        `<a href="${prodUrl}/about/">About</a> and <img src="//${prod.cname}:${port}/x.png">`,
+        title,
+        `${prodUrl}/?p=999`,
+      ],
+    )) as unknown as [{ insertId: number }];
+    const php = (code: string, input: string) =>
+      execFileSync('/usr/bin/php8.2', ['-r', code], { input, encoding: 'utf8' });
+    const serialized = php(
+      'echo serialize(json_decode(stream_get_contents(STDIN), true));',
+      JSON.stringify({ home: prodUrl, nested: { links: [`${prodUrl}/a`, 'élan ünïcode'] }, count: 3 }),
+    );
+    await host.admin.query(
+      `INSERT INTO \`${db}\`.wp_options (option_name, option_value, autoload) VALUES ('hp_copy_probe', ?, 'no')`,
+      [serialized],
+    );
+
+    const res = await prod.w.owner.client.post('/v1/install_copy', {
+      source_environment_id: prod.w.install.id,
+      destination_environment_id: stagingInstall.id,
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    await t.runJobs();
+    const op = await operationOf(prod.w.owner.client, res);
+    assert.equal(op.status, 'completed', JSON.stringify(op));
+
+    // The option unserializes on staging (lengths fixed) with the staging URL, nothing else changed.
+    const [rows] = (await host.admin.query(
+      `SELECT option_name, option_value FROM \`${slugOf(stagingInstall.id)}\`.wp_options WHERE option_name IN ('hp_copy_probe', 'home', 'siteurl')`,
+    )) as unknown as [{ option_name: string; option_value: string }[]];
+    const options = Object.fromEntries(rows.map((r) => [r.option_name, r.option_value]));
+    const decoded = JSON.parse(
+      php('echo json_encode(unserialize(stream_get_contents(STDIN)));', String(options.hp_copy_probe)),
+    );
+    assert.deepEqual(decoded, {
+      home: stagingUrl,
+      nested: { links: [`${stagingUrl}/a`, 'élan ünïcode'] },
+      count: 3,
+    });
+    assert.equal(options.home, stagingUrl);
+    assert.equal(options.siteurl, stagingUrl);
+    // The source is unchanged.
+    const [source] = (await host.admin.query(
+      `SELECT option_value FROM \`${db}\`.wp_options WHERE option_name = 'hp_copy_probe'`,
+    )) as unknown as [{ option_value: string }[]];
+    assert.equal(source[0]?.option_value, serialized);
+
+    // Staging serves the post (on its front page, and its own page with its content's links to staging).
+    const front = await until(port, staging.body.cname, (r) => r?.status === 200 && r.body.includes(title));
+    assert.equal(front?.status, 200, JSON.stringify(front).slice(0, 500));
+    assert.equal(front?.body.includes(prod.cname), false, 'no link to production is left');
+    const page = await get(port, staging.body.cname, `/?p=${inserted.insertId}`);
+    assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 500));
+    assert.ok(page?.body.includes(title));
+    assert.ok(page?.body.includes(`${stagingUrl}/about/`), 'the post links to staging');
+    assert.ok(page?.body.includes(`//${staging.body.cname}:${port}/x.png`));
+    assert.equal(page?.body.includes(prod.cname), false, 'no link to production is left');
+  });
+
+  it('issue 21: the FastCGI page cache serves a cached page (HIT) until purgeCache page empties it; logged-in cookies, POSTs and query strings bypass it', async () => {
+    const { w, cname } = await served();
+    const db = slugOf(w.install.id);
+    const first = await until(port, cname, (r) => r?.status === 200);
+    assert.equal(first?.status, 200);
+    const hit = await until(port, cname, (r) => r?.headers['x-cache-status'] === 'HIT');
+    assert.equal(hit?.headers['x-cache-status'], 'HIT', JSON.stringify(hit?.headers));
+    assert.match(hit?.body ?? '', /Hello world!/);
+    // Bypassed: a query string, a logged-in cookie.
+    assert.equal((await get(port, cname, '/?s=x'))?.headers['x-cache-status'], 'BYPASS');
+    const cookie = { cookie: 'wordpress_logged_in_0123abcd=someone' };
+    assert.equal((await get(port, cname, '/', cookie))?.headers['x-cache-status'], 'BYPASS');
+    assert.ok(existsSync(path.join(web, 'cache', db)));
+
+    // Changed in the database: the cache still answers the old page.
+    await host.admin.query(
+      `UPDATE \`${db}\`.wp_posts SET post_title = 'Changed behind the cache' WHERE ID = 1`,
+    );
+    const stale = await get(port, cname);
+    assert.equal(stale?.headers['x-cache-status'], 'HIT');
+    assert.match(stale?.body ?? '', /Hello world!/);
+    assert.equal(stale?.body.includes('Changed behind the cache'), false);
+
+    const res = await w.owner.client.post(`/v1/installs/${w.install.id}/purge_cache`, { type: 'page' });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    await t.runJobs();
+    assert.equal((await operationOf(w.owner.client, res)).status, 'completed');
+    const fresh = await get(port, cname);
+    assert.equal(fresh?.status, 200);
+    assert.equal(fresh?.headers['x-cache-status'], 'MISS');
+    assert.match(fresh?.body ?? '', /Changed behind the cache/);
+  });
+
+  // `hostplane worker` is another process on the same database: PostgreSQL only (PGlite is one process's).
+  it('issue 21: hostplane worker starts nginx and PHP-FPM when absent; they outlive it and a second start adds no second nginx', {
+    skip: TEST_DB !== 'postgres' && 'a second process needs PostgreSQL',
+  }, async () => {
+    const { cname } = await served();
+    assert.equal((await until(port, cname, (r) => r?.status === 200))?.status, 200);
+    const pidOf = async (name: string) =>
+      Number(await fs.readFile(path.join(web, 'run', name), 'utf8').catch(() => '0'));
+    // Both daemons stopped (as after a reboot): the site is down.
+    for (const name of ['nginx.pid', 'php-fpm.pid']) process.kill(await pidOf(name), 'SIGQUIT');
+    assert.equal(await until(port, cname, (r) => r === null), null);
+    const nginxMasters = async () => {
+      let n = 0;
+      for (const pid of await fs.readdir('/proc')) {
+        if (!/^\d+$/.test(pid)) continue;
+        const cmd = await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+        if (cmd.startsWith('nginx: master process') && cmd.includes(path.join(web, 'nginx.conf'))) n++;
+      }
+      return n;
+    };
+    const env = {
+      ...host.env,
+      LOCAL_WEB: 'on',
+      HOSTING_HTTP_PORT: String(port),
+      DATABASE_URL: t.databaseUrl ?? '',
+      DATA_DIR: path.join(host.root, 'worker-data'),
+      HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
+      HOSTPLANE_SECRET_KEY: SECRET_KEY,
+    };
+    const startWorker = async () => {
+      const run = runCli(['worker'], env);
+      await run.waitFor(/Hostplane worker is running \d+ job queues/);
+      return run;
+    };
+    const stop = async (run: Awaited<ReturnType<typeof startWorker>>) => {
+      run.child.kill('SIGTERM');
+      assert.equal(await run.exited, 0, run.output());
+    };
+    const first = await startWorker();
+    const nginxPid = await pidOf('nginx.pid');
+    assert.ok(nginxPid > 1);
+    try {
+      assert.equal((await until(port, cname, (r) => r?.status === 200))?.status, 200);
+    } finally {
+      await stop(first);
+    }
+    // The worker is gone; the site still answers.
+    const alone = await get(port, cname);
+    assert.equal(alone?.status, 200);
+    const second = await startWorker();
+    try {
+      assert.equal(await pidOf('nginx.pid'), nginxPid, 'the running nginx was left alone');
+      assert.equal(await nginxMasters(), 1);
+      assert.equal((await get(port, cname))?.status, 200);
+    } finally {
+      await stop(second);
+    }
+  });
+
+  it("issue 21: usage from the server: the roll-up counts an install's access log into today's usage row (visits, origin requests, bytes), incrementally and after a truncation", async () => {
+    const { w, cname } = await served();
+    const log = path.join(web, 'logs', `${slugOf(w.install.id)}.access.log`);
+    const responses: NonNullable<Awaited<ReturnType<typeof get>>>[] = [];
+    const ask = async (urlPath: string) => {
+      const r = await get(port, cname, urlPath);
+      assert.ok(r, `no answer for ${urlPath}`);
+      responses.push(r);
+    };
+    for (const p of ['/', '/', '/', '/?s=hello', '/wp-includes/css/dist/block-library/style.min.css'])
+      await ask(p);
+    const roll = async () => {
+      await t.app.services.scheduleTrafficRoll();
+      await t.runJobs();
+      const res = await w.owner.client.get(`/v1/installs/${w.install.id}/usage`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.metrics[0] as Json;
+    };
+    const expected = () => {
+      const origin = responses.filter((r) => r.headers['x-cache-status'] !== 'HIT');
+      return { requests: responses.length, origin: origin.length };
+    };
+    let today = await roll();
+    assert.equal(today.date, new Date().toISOString().slice(0, 10));
+    assert.equal(Number(today.visit_count), 1, JSON.stringify(today));
+    assert.equal(Number(today.request_origin_count), expected().origin);
+    assert.ok(expected().origin < expected().requests, 'some requests came from the page cache');
+    const bodies = responses.reduce((n, r) => n + Buffer.byteLength(r.body), 0);
+    assert.ok(Number(today.network_total_bytes) > bodies, JSON.stringify(today));
+    assert.ok(Number(today.network_origin_bytes) < Number(today.network_total_bytes));
+    const first = today;
+
+    // Nothing new: the same figures (the offset moved past what was counted).
+    today = await roll();
+    assert.equal(today.request_origin_count, first.request_origin_count);
+    assert.equal(today.network_total_bytes, first.network_total_bytes);
+
+    // The log truncated (as a rotation by copytruncate leaves it): new lines add to the day.
+    await fs.truncate(log, 0);
+    await ask('/?s=after');
+    today = await roll();
+    assert.equal(Number(today.request_origin_count), expected().origin);
+    assert.ok(Number(today.network_total_bytes) > Number(first.network_total_bytes));
+    assert.equal(Number(today.visit_count), 1);
   });
 });

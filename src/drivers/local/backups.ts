@@ -133,6 +133,8 @@ export function backupOperations(
           }
           await files.swapIn(pathsOf(hostingRoot, id).public, staging);
           if (input.restore_database) await swapTables(ctx, id, null);
+          // Issue 21: the page cache holds pages of before the restore.
+          await ctx.web?.purgePage(id);
           return { wp_version: backup.manifest.wp_version };
         },
         true,

@@ -32,6 +32,8 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
       const dump = path.join(staging, 'database.sql');
       await mariadb.dump(sourceDb, dump, signal, tables);
       await stageDatabase(ctx, destination.id, dump, signal);
+      // C1-C4 (issue 21): the copied rows point at the destination, before they are swapped in.
+      await ctx.web?.rewriteUrls(source, destination, databaseNames(destination.id).staging, signal);
     }
     await midway('copy', signal);
     return { dbWork, tables };
@@ -58,6 +60,8 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
           if (input.include_files) await files.swapIn(to.public, path.join(staging, 'public'));
           const copied = staged.dbWork ? await swapTables(ctx, destination.id, staged.tables) : [];
           await files.remove(staging);
+          // Issue 21: the destination's page cache holds pages of before the copy.
+          await ctx.web?.purgePage(destination.id);
           return {
             wp_version: input.include_files ? await files.readWpVersion(to.public) : destination.wp_version,
             copied_tables: copied,

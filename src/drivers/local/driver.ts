@@ -2,7 +2,16 @@ import fs from 'node:fs/promises';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import type { SecretBox } from '../../secrets.js';
-import type { CallContext, DriverOperation, HostingDriver, InstallRef, RoutingRequest } from '../driver.js';
+import {
+  type CallContext,
+  DriverError,
+  type DriverOperation,
+  type HostingDriver,
+  type InstallRef,
+  type RoutingRequest,
+  type TrafficDay,
+} from '../driver.js';
+import { type AcmeConfig, createAcmeIssuer } from './acme.js';
 import { backupOperations } from './backups.js';
 import type { LocalContext } from './context.js';
 import { copyOperations } from './copies.js';
@@ -25,8 +34,8 @@ export interface LocalDriverDeps {
   maxHeavy: number;
   /** LOCAL_WEB=on (issue 21): installs are served by nginx and PHP-FPM with WordPress installed. */
   web?: WebConfig | null;
-  /** Certificates still come from the built-in private CA (the simulated driver's). */
-  issueCertificate: HostingDriver['issueCertificate'];
+  /** Issue 21: certificate orders through ACME (acme.ts), answered over HTTP-01 by the web tier. */
+  acme: AcmeConfig;
   /**
    * Test mode (HOSTPLANE_FAULTS=on): called half-way through a backup, restore or copy (its staging
    * done, nothing swapped), where an injected fault fails or hangs it. Default: nothing.
@@ -76,6 +85,23 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     web: deps.web ? createWebTier({ db, hostingRoot, mariadb }, deps.web) : null,
   };
   const { once } = ctx;
+  const web = ctx.web;
+  const acme = createAcmeIssuer({
+    db,
+    secretBox: deps.secretBox,
+    hostingRoot,
+    config: deps.acme,
+    // HTTP-01 is answered from the install's acme-challenge/ directory, which routing serves on every
+    // name of the install (webserver.ts): an ordered name must be one the live configuration serves.
+    unservedNames: async (install, names) => {
+      if (!web)
+        throw new DriverError(
+          'issue_certificate',
+          'ACME HTTP-01 needs the web tier (LOCAL_WEB=on): nothing serves the challenge',
+        );
+      return web.unservedNames(install, names);
+    },
+  });
 
   return {
     name: 'local',
@@ -97,6 +123,8 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
         const { cache } = pathsOf(hostingRoot, input.install_id);
         await files.remove(cache);
         await fs.mkdir(cache, { recursive: true });
+        // Issue 21: `page` empties nginx's FastCGI cache of the install (no reload needed).
+        if (input.type === 'page') await ctx.web?.purgePage(input.install_id);
         return {} as Record<string, never>;
       }),
 
@@ -106,14 +134,26 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
       _input: { site_id: string; install_ids: string[]; destination_account_id: string },
     ) => once('move_site', call, [], async () => ({}) as Record<string, never>),
 
-    issueCertificate: (call: CallContext, input: { install: InstallRef; names: string[] }) =>
-      deps.issueCertificate(call, input),
+    // Not through `once`: the result holds the certificate's key, which acme_orders keeps sealed.
+    issueCertificate: async (call: CallContext, input: { install: InstallRef; names: string[] }) => ({
+      done: true as const,
+      value: await acme.issue(call, input.install, input.names),
+    }),
 
     // Issue 21: with LOCAL_WEB=on nginx serves the routing; without a web tier there is nothing to route.
     applyRouting: (call: CallContext, input: RoutingRequest) =>
       once('apply_routing', call, [input.install.id], async () =>
         ctx.web ? ctx.web.applyRouting(input, call.signal) : { names: [] },
       ),
+
+    ...(ctx.web && {
+      collectTraffic: (store: (installId: string, days: TrafficDay[]) => Promise<void>, now: Date) =>
+        (ctx.web as NonNullable<typeof ctx.web>).collectTraffic(store, now),
+    }),
+
+    start: async () => {
+      await ctx.web?.start();
+    },
 
     close: () => mariadb.close(),
 

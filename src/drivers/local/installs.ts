@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/client.js';
 import type { Resealer } from '../../secrets.js';
 import type { CallContext, HostingDriver, InstallRef } from '../driver.js';
+import { forgetInstall } from './acme.js';
 import type { LocalContext } from './context.js';
 import * as files from './files.js';
 import * as repo from './local.repo.js';
@@ -67,6 +68,7 @@ export function installOperations(ctx: LocalContext): Pick<HostingDriver, 'provi
         await files.remove(paths.root);
         await files.remove(`${paths.public}.old`);
         await files.remove(paths.backups);
+        await forgetInstall(db, install.id);
         await repo.deleteTasksOf(db, install.id);
         await repo.deleteInstall(db, install.id);
         return {} as Record<string, never>;

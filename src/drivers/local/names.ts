@@ -106,11 +106,15 @@ export function webPaths(hostingRoot: string) {
     run: path.join(root, 'run'),
     logs: path.join(root, 'logs'),
     tmp: path.join(root, 'tmp'),
+    /** Each install's FastCGI page cache: cache/<slug>. */
+    cache: path.join(root, 'cache'),
     nginxPid: path.join(root, 'run', 'nginx.pid'),
     fpmPid: path.join(root, 'run', 'php-fpm.pid'),
     installer: path.join(root, 'wp-install.php'),
     /** Sets an install's home and siteurl (issue 21 routing: they follow the primary domain). */
     siteUrl: path.join(root, 'wp-siteurl.php'),
+    /** The copy's URL rewrite (search-replace.ts). */
+    searchReplace: path.join(root, 'search-replace.php'),
   };
 }
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import * as files from './files.js';
 import { configPath, type WebPaths } from './names.js';
 import { run, TOOL_ENV } from './run.js';
-import { reloadOrStart, signalDaemon } from './supervise.js';
+import { livePid, reloadOrStart, signalDaemon } from './supervise.js';
 
 /**
  * PHP-FPM for the local driver's installs (issue 21): a private master (`php-fpm8.2 -y`) reading
@@ -108,6 +108,14 @@ include = ${poolsDir}/*.conf
         const temp = path.join(paths.pools, `.${pool.slug}.conf.tmp`);
         await fs.writeFile(temp, text);
         await fs.rename(temp, path.join(paths.pools, `${pool.slug}.conf`));
+        await apply();
+      }),
+
+    /** Starts the master when it has pools and is not running; a running one is left alone. */
+    ensureRunning: () =>
+      serial(async () => {
+        if (await livePid(paths.fpmPid)) return;
+        await prepare();
         await apply();
       }),
 

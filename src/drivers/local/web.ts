@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '../../db/client.js';
-import type { InstallRef, RoutingRequest } from '../driver.js';
+import type { InstallRef, RoutingRequest, TrafficDay } from '../driver.js';
+import { rollLog } from './access-log.js';
 import type { MariaDb } from './database.js';
 import * as files from './files.js';
 import * as repo from './local.repo.js';
 import { hostName, installSlug, pathsOf, serverName, systemUser, webPaths } from './names.js';
 import { createPhpFpm } from './php-fpm.js';
+import { searchReplace, urlPairs } from './search-replace.js';
 import { createWebServer, type ServerBlock } from './webserver.js';
 import * as wordpress from './wordpress.js';
 
@@ -26,6 +28,9 @@ export interface WebConfig {
   /** INSTALL_DOMAIN: an install's default name is `<name>.<INSTALL_DOMAIN>`. */
   installDomain: string;
 }
+
+/** Every install's WordPress tables start with it (wp-config.php's `$table_prefix`). */
+export const TABLE_PREFIX = 'wp_';
 
 export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: MariaDb }, config: WebConfig) {
   const paths = webPaths(ctx.hostingRoot);
@@ -99,6 +104,11 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
     for (const name of await fs.readdir(tls).catch(() => [] as string[]))
       if (!wanted.has(name)) await fs.rm(path.join(tls, name), { force: true });
   }
+  /** The install's site URL as provisioning sets it: `http://<cname>[:port]`. */
+  const siteUrl = (install: InstallRef) => {
+    const port = config.httpPort === 80 ? '' : `:${config.httpPort}`;
+    return `http://${hostName(`${install.name}.${config.installDomain}`)}${port}`;
+  };
 
   return {
     paths,
@@ -130,19 +140,18 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
           dbUser: account.db_user,
           dbPassword: account.password,
           dbHost: `${target.host}:${target.port}`,
-          tablePrefix: 'wp_',
+          tablePrefix: TABLE_PREFIX,
         },
         user,
       );
       const facts = await repo.installerFacts(ctx.db, install.id);
-      const port = config.httpPort === 80 ? '' : `:${config.httpPort}`;
       await wordpress.runInstaller({
         documentRoot: dirs.public,
         installer: paths.installer,
         user,
         title: facts?.title ?? install.name,
         adminEmail: facts?.email ?? 'owner@invalid.invalid',
-        url: `http://${cname}${port}`,
+        url: siteUrl(install),
         signal,
       });
       await fpm.put({ slug, user, socket: socketOf(slug), dirs: [dirs.public, dirs.private], tmp }, signal);
@@ -188,11 +197,80 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       if (await files.exists(target)) await fs.chmod(target, 0o640);
     },
 
+    /**
+     * ACME HTTP-01 (acme.ts): the names of `names` the install's live configuration does not serve yet
+     * (their challenge would fail). Routing serves the install's challenge directory on every name of
+     * it, domains included, so an ordered domain is served once its apply_routing has run.
+     */
+    async unservedNames(install: InstallRef, names: string[]): Promise<string[]> {
+      const served = await nginx.servedNames(installSlug(install.id));
+      return names.filter((n) => {
+        try {
+          return !served.has(serverName(n));
+        } catch {
+          return true;
+        }
+      });
+    },
+
+    /**
+     * C1-C4: a copy's tables, loaded into `database` (the destination's staging one), get the
+     * destination's URLs wherever they hold the source's (serialized values included).
+     */
+    rewriteUrls: (source: InstallRef, destination: InstallRef, database: string, signal: AbortSignal) =>
+      searchReplace({
+        target: ctx.mariadb.target,
+        database,
+        prefix: TABLE_PREFIX,
+        pairs: urlPairs(siteUrl(source), siteUrl(destination)),
+        scriptPath: paths.searchReplace,
+        signal,
+      }),
+
+    /**
+     * At `hostplane serve`/`worker` start: nginx (and PHP-FPM when it has pools) started when absent
+     * from the live configuration, a running one left alone (no reload, no second master).
+     */
+    async start() {
+      await nginx.ensureRunning();
+      await fpm.ensureRunning();
+    },
+
+    /** Rolls every install's new access-log lines (access-log.ts); answers the days stored. */
+    async collectTraffic(store: (installId: string, days: TrafficDay[]) => Promise<void>, now: Date) {
+      const names = await fs.readdir(paths.logs).catch(() => [] as string[]);
+      let stored = 0;
+      for (const name of names) {
+        const m = /^hp_([0-9a-f]{8})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{12})\.access\.log$/.exec(
+          name,
+        );
+        if (!m) continue;
+        const installId = m.slice(1).join('-');
+        const days = await rollLog(
+          path.join(paths.logs, name),
+          (d) => store(installId, d),
+          now.toISOString().slice(0, 10),
+        );
+        stored += days.length;
+      }
+      return stored;
+    },
+
+    /** Empties the install's FastCGI page cache: its files go, nginx answers MISS for them. */
+    async purgePage(installId: string) {
+      const dir = path.join(paths.cache, installSlug(installId));
+      const entries = await fs.readdir(dir).catch(() => [] as string[]);
+      for (const entry of entries) await files.remove(path.join(dir, entry));
+    },
+
     /** Stops serving an install: its server block (reloaded), its pool, its user. */
     async deprovision(installId: string, signal: AbortSignal) {
       const slug = installSlug(installId);
       await nginx.remove(slug, signal);
       await fpm.remove(slug);
+      await files.remove(path.join(paths.cache, slug));
+      await files.remove(path.join(paths.logs, `${slug}.access.log`));
+      await files.remove(path.join(paths.logs, `${slug}.access.log.usage.json`));
       await wordpress.removeUser(systemUser(installId), signal);
     },
   };

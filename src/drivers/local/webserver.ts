@@ -31,6 +31,14 @@ export interface ServerBlock {
   tls?: { names: string[]; certificate: string; key: string }[];
 }
 
+/**
+ * The per-install access log's format (usage from the server, issue 21): tab-separated time (epoch
+ * seconds with milliseconds), status, bytes sent, the page cache's status (\`-\` when none), client
+ * address. Read by access-log.ts.
+ */
+export const USAGE_LOG_FORMAT =
+  "  log_format hostplane_usage '$msec\\t$status\\t$bytes_sent\\t$upstream_cache_status\\t$remote_addr';";
+
 /** HOSTING_HTTP_PORT and HOSTING_HTTPS_PORT. */
 export interface WebPorts {
   http: number;
@@ -53,6 +61,7 @@ http {
   sendfile on;
   server_tokens off;
   access_log ${path.join(paths.logs, 'nginx-access.log')};
+${USAGE_LOG_FORMAT}
   client_body_temp_path ${t}/body;
   fastcgi_temp_path ${t}/fastcgi;
   proxy_temp_path ${t}/proxy;
@@ -68,6 +77,36 @@ http {
 ${httpsPort === null ? '' : tlsDefault(httpsPort)}  include ${sitesDir}/*.conf;
 }
 `;
+}
+
+/**
+ * The install's FastCGI page cache (issue 21): its zone, at HOSTING_ROOT/web/cache/<slug> (http
+ * context, before the server block). purgeCache `page` empties that directory: nginx answers a MISS
+ * for an entry whose file is gone, so no reload is needed.
+ */
+export function cacheZone(slug: string, cacheRoot: string): string {
+  const dir = configPath(path.join(cacheRoot, slug));
+  return `fastcgi_cache_path ${dir} levels=1:2 keys_zone=${slug}:4m max_size=256m inactive=60m use_temp_path=off;`;
+}
+
+/**
+ * What is never cached, as WordPress hosts do it: POSTs, query strings, WordPress's own endpoints
+ * (admin, login, cron, XML-RPC, feeds) and requests with a logged-in, commenter or password cookie.
+ */
+export const CACHE_SKIP = `  set $hp_skip_cache 0;
+  if ($request_method = POST) { set $hp_skip_cache 1; }
+  if ($query_string != "") { set $hp_skip_cache 1; }
+  if ($request_uri ~* "^/(wp-admin/|wp-[a-z-]+.php|xmlrpc.php|feed/)") { set $hp_skip_cache 1; }
+  if ($http_cookie ~* "comment_author|wordpress_[a-f0-9]+|wp-postpass|wordpress_logged_in|wordpress_no_cache") { set $hp_skip_cache 1; }`;
+
+/** The PHP location's cache directives: the install's zone, the skip rules, `X-Cache-Status`. */
+export function cacheUse(slug: string): string {
+  return `    fastcgi_cache ${slug};
+    fastcgi_cache_key "$scheme$request_method$host$request_uri";
+    fastcgi_cache_valid 200 301 302 10m;
+    fastcgi_cache_bypass $hp_skip_cache;
+    fastcgi_no_cache $hp_skip_cache;
+    add_header X-Cache-Status $upstream_cache_status always;`;
 }
 
 /** A name no certificate of an install covers: the TLS handshake is refused (no certificate shown). */
@@ -111,7 +150,11 @@ function redirectTarget(target: string): string {
  * One install's server blocks (issue 21 routing): its site on HTTP for `names` (and over HTTPS for the
  * names a certificate covers), then its redirects (D5) on both. Every value is a validated name or path.
  */
-export function serverBlock(block: ServerBlock, ports: WebPorts, logs: string): string {
+export function serverBlock(
+  block: ServerBlock,
+  ports: WebPorts,
+  paths: Pick<WebPaths, 'logs' | 'cache'>,
+): string {
   if (!/^hp_[0-9a-f]{32}$/.test(block.slug)) throw new Error(`not an install slug: ${block.slug}`);
   const http = `listen ${ports.http};`;
   const https = tlsListen(ports.https);
@@ -122,11 +165,11 @@ export function serverBlock(block: ServerBlock, ports: WebPorts, logs: string): 
       const own = t.names.filter((n) => names.includes(n));
       return own.length > 0 ? [{ ...t, names: own }] : [];
     });
-  const site = (head: string) => `${head}${challenge}${siteBody(block, logs)}}\n`;
+  const site = (head: string) => `${head}${challenge}${siteBody(block, paths.logs)}}\n`;
   const redirect = (head: string, target: string) =>
     `${head}${challenge}  location / {\n    return 301 ${redirectTarget(target)}$request_uri;\n  }\n}\n`;
   const parts = [
-    `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.\n`,
+    `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.\n${cacheZone(block.slug, paths.cache)}\n`,
     site(serverHead(http, block.names)),
     ...covered(block.names).map((t) => site(serverHead(https, t.names, t))),
   ];
@@ -138,13 +181,14 @@ export function serverBlock(block: ServerBlock, ports: WebPorts, logs: string): 
   return parts.join('');
 }
 
-/** The site itself inside a server block (its root, PHP through the install's pool). */
+/** The site itself inside a server block (its root, PHP through the install's pool, its page cache and access log). */
 function siteBody(block: ServerBlock, logs: string): string {
   const root = configPath(block.documentRoot);
   const socket = configPath(block.socket);
   return `  root ${root};
   index index.php index.html;
-  access_log ${configPath(path.join(logs, `${block.slug}.access.log`))};
+  access_log ${configPath(path.join(logs, `${block.slug}.access.log`))} hostplane_usage;
+${CACHE_SKIP}
   location = /wp-config.php { deny all; }
   location ~ /\\. { deny all; }
   location / {
@@ -156,6 +200,7 @@ function siteBody(block: ServerBlock, logs: string): string {
     fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
     fastcgi_param HTTP_HOST $http_host;
     fastcgi_pass unix:${socket};
+${cacheUse(block.slug)}
   }
 `;
 }
@@ -181,7 +226,7 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
   };
 
   async function prepare() {
-    for (const dir of [paths.sites, paths.run, paths.logs, paths.tmp])
+    for (const dir of [paths.sites, paths.run, paths.logs, paths.tmp, paths.cache])
       await fs.mkdir(dir, { recursive: true });
   }
 
@@ -229,7 +274,7 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
     put: (block: ServerBlock, signal: AbortSignal) =>
       serial(async () => {
         await prepare();
-        const text = serverBlock(block, ports, paths.logs);
+        const text = serverBlock(block, ports, paths);
         await check({ slug: block.slug, text }, signal);
         const live = path.join(paths.sites, `${block.slug}.conf`);
         const temp = path.join(paths.sites, `.${block.slug}.conf.tmp`);
@@ -252,5 +297,30 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
       }),
 
     running: () => livePid(paths.nginxPid),
+
+    /** The names the install's live server block file answers for (every server of it, HTTP or HTTPS). */
+    async servedNames(slug: string): Promise<Set<string>> {
+      const text = await fs.readFile(path.join(paths.sites, `${slug}.conf`), 'utf8').catch(() => '');
+      const names = new Set<string>();
+      for (const m of text.matchAll(/^\s*server_name\s+([^;]*);/gm))
+        for (const n of (m[1] ?? '').split(/\s+/)) if (n) names.add(n);
+      return names;
+    },
+
+    /**
+     * Starts nginx from the live configuration when it is not running (the main file rewritten first,
+     * then checked); a running nginx is left alone.
+     */
+    ensureRunning: () =>
+      serial(async () => {
+        if (await livePid(paths.nginxPid)) return;
+        await prepare();
+        await writeMain();
+        await run(NGINX, ['-t', '-q', '-c', paths.nginxConf], {
+          signal: AbortSignal.timeout(30_000),
+          env: TOOL_ENV,
+        });
+        await startOrReload();
+      }),
   };
 }

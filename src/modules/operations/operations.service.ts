@@ -364,6 +364,12 @@ export function createOperationsService({ db, clock, installs, outbox, queue, ev
       );
     },
 
+    /** Job code: whether an operation of `type` on the resource is queued or in progress. */
+    async isOpenFor(installId: string, type: OperationType, resourceId: string | null) {
+      const open = await repo.openTouching(db, installId);
+      return open.some((op) => op.type === type && op.resource_id === resourceId);
+    },
+
     /** Job step: the operation if there is work left (queued becomes in_progress), else null. */
     async begin(id: string, onStart?: (tx: Db, op: repo.OperationRow) => Promise<void>) {
       return withTransaction(db, async (tx) => {

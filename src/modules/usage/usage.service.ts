@@ -2,7 +2,7 @@ import { type Caller, requireAccount } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
-import type { HostingDriver } from '../../drivers/driver.js';
+import type { HostingDriver, TrafficDay } from '../../drivers/driver.js';
 import { Errors, type FieldError } from '../../errors.js';
 import type { InstallsService } from '../installs/installs.service.js';
 import type { OperationRow, OperationsService } from '../operations/operations.service.js';
@@ -170,6 +170,29 @@ export function createUsageService({ db, clock, installs, operations, driver }: 
       }
       await withTransaction(db, (tx) => repo.ingest(tx, parsed));
       return { rows: parsed.length };
+    },
+
+    /**
+     * Issue 21, usage from the server: an install's days as its access log counted them (absolute
+     * totals: storing them again is harmless). An install deleted since is skipped.
+     */
+    async recordTraffic(installId: string, days: TrafficDay[]) {
+      if (!(await repo.existingInstalls(db, [installId])).has(installId)) return;
+      await withTransaction(db, (tx) =>
+        repo.ingest(
+          tx,
+          days.map((d) => ({
+            install_id: installId,
+            date: d.date,
+            values: {
+              visit_count: String(d.visits),
+              request_origin_count: String(d.origin_requests),
+              network_origin_bytes: String(d.origin_bytes),
+              network_total_bytes: String(d.total_bytes),
+            },
+          })),
+        ),
+      );
     },
 
     /** For the job: the day's storage metrics from a finished measurement. */

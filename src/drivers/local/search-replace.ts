@@ -1,0 +1,149 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { MariaDbTarget } from './database.js';
+import { run, TOOL_ENV } from './run.js';
+import { PHP_CLI } from './wordpress.js';
+
+/**
+ * C1-C4 (issue 21): after a copy's tables are loaded into the destination's staging database, every
+ * occurrence of the source's URLs is replaced by the destination's, as `wp search-replace` does it:
+ * in PHP, row by row, a PHP-serialized value unserialized, replaced recursively and serialized again
+ * (its string lengths right), never by SQL REPLACE on serialized data. Only the tables of the copied
+ * set with the install's table prefix are touched; a table without a primary key is skipped (as
+ * WP-CLI does), and so is a serialized object whose class is not loaded (left as it was).
+ */
+
+/** The script the PHP CLI runs; every value comes from the environment, none is spliced in. */
+const SCRIPT = `<?php
+mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
+$pairs = json_decode(getenv('HP_PAIRS'), true);
+$prefix = getenv('HP_PREFIX');
+$db = new mysqli(getenv('HP_DB_HOST'), getenv('HP_DB_USER'), getenv('HP_DB_PASSWORD'), getenv('HP_DB_NAME'), (int) getenv('HP_DB_PORT'));
+$db->set_charset('utf8mb4');
+$from = array_column($pairs, 0);
+$to = array_column($pairs, 1);
+
+function hp_replace($value, $from, $to, &$changed) {
+  if (is_string($value)) {
+    if ($value !== 'b:0;') {
+      $data = @unserialize($value, ['allowed_classes' => false]);
+      if ($data !== false && !($data instanceof __PHP_Incomplete_Class)) {
+        $inner = false;
+        $data = hp_walk($data, $from, $to, $inner);
+        if ($inner) { $changed = true; return serialize($data); }
+        return $value;
+      }
+    }
+    $next = str_replace($from, $to, $value);
+    if ($next !== $value) $changed = true;
+    return $next;
+  }
+  return $value;
+}
+
+function hp_walk($data, $from, $to, &$changed) {
+  if (is_string($data)) return hp_replace($data, $from, $to, $changed);
+  if (is_array($data)) {
+    foreach ($data as $k => $v) $data[$k] = hp_walk($v, $from, $to, $changed);
+    return $data;
+  }
+  if ($data instanceof stdClass) {
+    foreach (get_object_vars($data) as $k => $v) $data->$k = hp_walk($v, $from, $to, $changed);
+    return $data;
+  }
+  return $data;
+}
+
+$quote = function ($name) { return '\`' . str_replace('\`', '\`\`', $name) . '\`'; };
+$total = 0;
+$tables = $db->query('SHOW FULL TABLES WHERE Table_type = "BASE TABLE"')->fetch_all(MYSQLI_NUM);
+foreach ($tables as $row) {
+  $table = $row[0];
+  if (strncmp($table, $prefix, strlen($prefix)) !== 0) continue;
+  $keys = [];
+  $text = [];
+  foreach ($db->query('SHOW COLUMNS FROM ' . $quote($table))->fetch_all(MYSQLI_ASSOC) as $col) {
+    if ($col['Key'] === 'PRI') $keys[] = $col['Field'];
+    if (preg_match('/char|text|blob|enum|set/i', $col['Type'])) $text[] = $col['Field'];
+  }
+  if (!$keys || !$text) continue;
+  $likes = [];
+  foreach ($text as $c) foreach ($from as $f) $likes[] = $quote($c) . " LIKE '%" . $db->real_escape_string(addcslashes($f, '%_\\\\')) . "%'";
+  $cols = array_unique(array_merge($keys, $text));
+  $result = $db->query('SELECT ' . implode(', ', array_map($quote, $cols)) . ' FROM ' . $quote($table) . ' WHERE ' . implode(' OR ', $likes), MYSQLI_USE_RESULT);
+  $rows = $result->fetch_all(MYSQLI_ASSOC);
+  $result->free();
+  foreach ($rows as $r) {
+    $set = [];
+    $values = [];
+    foreach ($text as $c) {
+      if ($r[$c] === null) continue;
+      $changed = false;
+      $next = hp_replace($r[$c], $from, $to, $changed);
+      if ($changed) { $set[] = $quote($c) . ' = ?'; $values[] = $next; }
+    }
+    if (!$set) continue;
+    $where = [];
+    foreach ($keys as $k) { $where[] = $quote($k) . ' = ?'; $values[] = $r[$k]; }
+    $stmt = $db->prepare('UPDATE ' . $quote($table) . ' SET ' . implode(', ', $set) . ' WHERE ' . implode(' AND ', $where));
+    $stmt->bind_param(str_repeat('s', count($values)), ...$values);
+    $stmt->execute();
+    $total++;
+  }
+}
+echo json_encode(['rows' => $total]), "\\n";
+`;
+
+/**
+ * The pairs a copy replaces, from the source's site URL to the destination's (`http://host[:port]`):
+ * with each scheme, scheme-relative (`//host`) and JSON-escaped (`\/\/host`, as block content holds it).
+ */
+export function urlPairs(sourceUrl: string, destinationUrl: string): [string, string][] {
+  const a = new URL(sourceUrl);
+  const b = new URL(destinationUrl);
+  const hosts: [string, string][] = [[a.host, b.host]];
+  // Without the port too (a link written for the default port).
+  if (a.host !== a.hostname) hosts.push([a.hostname, b.hostname]);
+  const pairs: [string, string][] = [];
+  for (const [x, y] of hosts) {
+    if (x === y) continue;
+    pairs.push([`//${x}`, `//${y}`], [`\\/\\/${x}`, `\\/\\/${y}`]);
+  }
+  return pairs;
+}
+
+/** Runs the replacement over `database`'s tables whose names start with `prefix`; answers the rows changed. */
+export async function searchReplace(input: {
+  target: MariaDbTarget;
+  database: string;
+  prefix: string;
+  pairs: [string, string][];
+  scriptPath: string;
+  signal: AbortSignal;
+}): Promise<number> {
+  if (input.pairs.length === 0) return 0;
+  if (!/^[A-Za-z0-9_]{1,20}$/.test(input.prefix)) throw new Error('bad table prefix');
+  await fs.mkdir(path.dirname(input.scriptPath), { recursive: true });
+  await fs.writeFile(input.scriptPath, SCRIPT, { mode: 0o600 });
+  const out = path.join(path.dirname(input.scriptPath), `.search-replace.${process.pid}.out`);
+  try {
+    await run(PHP_CLI, [input.scriptPath], {
+      signal: input.signal,
+      stdout: out,
+      env: {
+        ...TOOL_ENV,
+        HP_PAIRS: JSON.stringify(input.pairs),
+        HP_PREFIX: input.prefix,
+        HP_DB_HOST: input.target.host,
+        HP_DB_PORT: String(input.target.port),
+        HP_DB_USER: input.target.user,
+        HP_DB_PASSWORD: input.target.password,
+        HP_DB_NAME: input.database,
+      },
+    });
+    const text = await fs.readFile(out, 'utf8');
+    return Number((JSON.parse(text.trim().split('\n').pop() ?? '{}') as { rows?: number }).rows ?? 0);
+  } finally {
+    await fs.rm(out, { force: true });
+  }
+}
