@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { factories } from '../support/factories.js';
 import { basic, buildTestApp, type Client, clientFor, type Json, type Res } from '../support/harness.js';
 import { readyWorld } from '../support/jobs.js';
@@ -173,6 +173,16 @@ describe('non-finite numbers (G5)', () => {
     install_id: w.install.id,
     site_id: w.site.id,
   };
+  before(async () => {
+    // Issue 22: the delivery log of a webhook endpoint is a paginated list too (a public documentation
+    // address: accepted without WEBHOOK_ALLOW_PRIVATE_TARGETS, never delivered to here).
+    const res = await w.owner.client.post(`/v1/accounts/${w.account.id}/webhook_endpoints`, {
+      url: 'https://192.0.2.10/hook',
+      event_types: ['backup.completed'],
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    ids.webhook_endpoint_id = (res.body as { id: string }).id;
+  });
   const fill = (path: string) => path.replace(/\{(\w+)\}/g, (_m, name: string) => ids[name] ?? name);
 
   it('the paginated lists are found in the OpenAPI document', () => {
