@@ -141,9 +141,18 @@ describe('getOperation and listInstallOperations (Hostplane extension)', () => {
       'createSiteTransfer',
       'createDomainCertificateOrder',
     ];
+    // Issue 22: a webhook ping or redelivery answers 202 with the queued delivery (its own record,
+    // followed in the endpoint's delivery log), not an operation.
+    const withDelivery = ['pingWebhookEndpoint', 'redeliverWebhookDelivery'];
     assert.deepEqual(
       [...accepted].sort(),
-      [...withOperation, 'checkStatus', 'updateOffloadSettings', 'patchOffloadSettings'].sort(),
+      [
+        ...withOperation,
+        ...withDelivery,
+        'checkStatus',
+        'updateOffloadSettings',
+        'patchOffloadSettings',
+      ].sort(),
     );
     for (const o of ops.filter((op) => withOperation.includes(op.operationId)))
       assert.ok(o.responses['202']?.headers?.location, o.operationId);
