@@ -42,6 +42,8 @@ export interface AuthenticatorStats extends HashGateStats {
   refusedFailures: number;
   /** Background re-checks of a cached pair near the end of its life that ended (refresh ahead, no hash). */
   refreshes: number;
+  /** Wrong pairs answered 401 without a hash: already found not to match the same stored hash. */
+  mismatchesRemembered: number;
 }
 
 /** SHA-256 (base64) of a string: one-shot `crypto.hash` where Node has it (20.12+). */
@@ -104,10 +106,16 @@ export function createAuthenticator({
 }: AuthenticatorOptions) {
   const cacheKey = randomBytes(32);
   const cache = new Map<string, Entry>();
+  // Issue 20 (docs/decisions.md #111): pairs that did NOT match, each with the stored hash it was
+  // checked against (null: no such username, checked against the dummy hash). scrypt is
+  // deterministic, so the same pair against the same stored hash fails again: answered without a
+  // hash while the stored hash is unchanged, for at most the cache's lifetime. Every new guess is a
+  // new pair and costs its hash as before; failed attempts are still counted (attempts.ts).
+  const mismatches = new Map<string, { storedHash: string | null; expires: number }>();
   const flights = new Map<string, Flight>();
   const gate = createHashGate(hashing);
   const attempts = failures ? createAttemptLimiter(clock, failures) : null;
-  const counts = { refusedFailures: 0, refreshes: 0 };
+  const counts = { refusedFailures: 0, refreshes: 0, mismatchesRemembered: 0 };
   const lifeMs = cacheSeconds * 1000;
   // Bumped by every local invalidation; a caller taken from the cache before one is not used.
   let generation = 0;
@@ -248,6 +256,25 @@ export function createAuthenticator({
     return lookup(keyOf(username, password));
   }
 
+  /** True when this pair was already found not to match this stored hash, within the cache's life. */
+  function knownMismatch(key: string, storedHash: string | null): boolean {
+    const seen = mismatches.get(key);
+    if (!seen) return false;
+    if (seen.expires > clock.now().getTime() && seen.storedHash === storedHash) {
+      counts.mismatchesRemembered++;
+      return true;
+    }
+    mismatches.delete(key);
+    return false;
+  }
+
+  function rememberMismatch(key: string, storedHash: string | null) {
+    if (cacheSeconds === 0) return;
+    mismatches.delete(key);
+    if (mismatches.size >= maxEntries) mismatches.delete(mismatches.keys().next().value as string);
+    mismatches.set(key, { storedHash, expires: clock.now().getTime() + lifeMs });
+  }
+
   /** One verification of a pair: hash (through the gate), memberships, and the cache when still current. */
   async function check(key: string, username: string, password: string, flight: Flight) {
     let since = generation;
@@ -258,10 +285,18 @@ export function createAuthenticator({
     };
     const credential = await findAny(username);
     // A scoped credential's secret is random: one SHA-256, no scrypt (credentials.ts).
-    const ok = credential?.grant
-      ? verifySecret(password, credential.password_hash)
-      : await gate.verify(password, credential?.password_hash ?? (await DUMMY_HASH_PROMISE()), alive);
-    if (!credential || !ok) return null;
+    if (credential?.grant) {
+      if (!verifySecret(password, credential.password_hash)) return null;
+    } else {
+      const storedHash = credential?.password_hash ?? null;
+      if (knownMismatch(key, storedHash)) return null;
+      const ok = await gate.verify(password, storedHash ?? (await DUMMY_HASH_PROMISE()), alive);
+      if (!ok) {
+        rememberMismatch(key, storedHash);
+        return null;
+      }
+    }
+    if (!credential) return null;
     let caller = await loadCaller(credential.user_id, username, credential.grant);
     // An invalidation during the check: read again what it may have changed (no second hash).
     for (let i = 0; i < RELOADS && since !== generation; i++) {

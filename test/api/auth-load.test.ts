@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { describe, it, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'drizzle-orm';
+import { hashPassword } from '../../src/auth/passwords.js';
 import { assertErrorBody } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
 import { basic, buildTestApp, type Res, type StartedApp, startApp } from '../support/harness.js';
@@ -82,7 +84,7 @@ describe('issue 20 defect 1: a busy credential and its cache expiry', () => {
     }
   });
 
-  it('issue 20 defect 1: a wrong password is never cached as success, and concurrent wrong tries share one hash', async (test) => {
+  it('issue 20 defect 1: a wrong password is never cached as success; concurrent wrong tries share one hash, and a repeat of the same wrong pair against the same stored hash costs none', async (test) => {
     const api = await appWith(test);
     const answers = await Promise.all(Array.from({ length: 4 }, () => call(api, wrong(bob.username, 'x'))));
     assert.deepEqual(
@@ -90,11 +92,40 @@ describe('issue 20 defect 1: a busy credential and its cache expiry', () => {
       [401, 401, 401, 401],
     );
     assert.equal(await hashes(api), 1);
-    // Each attempt after the shared one is checked again (no negative or positive caching).
+    // The same pair again: it failed against this stored hash, so it fails again (scrypt is
+    // deterministic); answered 401 without a hash, and still counted as a failed sign-in.
     assertErrorBody(await call(api, wrong(bob.username, 'x')), 401);
+    assert.equal(await hashes(api), 1);
+    assert.equal(await metric(api, 'hostplane_auth_mismatches_remembered_total'), 1);
+    // Another wrong password is a new guess: hashed. The right one is never refused by the memory.
+    assertErrorBody(await call(api, wrong(bob.username, 'y')), 401);
     assert.equal(await hashes(api), 2);
     assert.equal((await call(api, bob.authorization)).status, 200);
     assert.equal(await hashes(api), 3);
+    // An unknown username (checked against the dummy hash) is remembered the same way.
+    assertErrorBody(await call(api, wrong('hp_nobody_here', 'x')), 401);
+    assertErrorBody(await call(api, wrong('hp_nobody_here', 'x')), 401);
+    assert.equal(await hashes(api), 4);
+    // Past the cache's life the pair is hashed again.
+    api.clock.advance(10_001);
+    assertErrorBody(await call(api, wrong(bob.username, 'x')), 401);
+    assert.equal(await hashes(api), 5);
+  });
+
+  it('issue 20 defect 1: a remembered wrong pair is hashed again once the stored hash changed (the memory never outlives the credential it was checked against)', async (test) => {
+    const api = await appWith(test);
+    const dave = await member();
+    assertErrorBody(await call(api, wrong(dave.username, 'next')), 401);
+    assertErrorBody(await call(api, wrong(dave.username, 'next')), 401);
+    assert.equal(await hashes(api), 1);
+    // The credential's stored hash becomes that of the password that failed (as a credential
+    // replaced with another secret would): the same pair now signs in.
+    const replaced = await hashPassword('wrong-next');
+    await t.database.db.execute(
+      sql`update credentials set password_hash = ${replaced} where username = ${dave.username}`,
+    );
+    assert.equal((await call(api, wrong(dave.username, 'next'))).status, 200);
+    assert.equal(await hashes(api), 2);
   });
 
   it('issue 20 defect 1: refresh ahead keeps a credential in use fresh: 70 s of use in steps of 7 s (10 s cache) cost one hash', async (test) => {

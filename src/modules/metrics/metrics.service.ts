@@ -37,6 +37,7 @@ export interface AuthCounts {
   refusedFailures: number;
   abandoned: number;
   refreshes: number;
+  mismatchesRemembered: number;
   running: number;
   waiting: number;
 }
@@ -233,6 +234,12 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
       [{ reason: 'failures' }, authTotal('refusedFailures')],
       [{ reason: 'gone' }, authTotal('abandoned')],
     ],
+  );
+  sourcedCounter(
+    'hostplane_auth_mismatches_remembered_total',
+    'Wrong passwords answered 401 without a hash: the same pair already failed against the same stored hash',
+    [],
+    () => [[{}, authTotal('mismatchesRemembered')]],
   );
   sourcedCounter(
     'hostplane_auth_refreshes_total',
