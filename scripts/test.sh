@@ -316,7 +316,8 @@ case "$mode" in
     ensure_redis
     ensure_mariadb
     ensure_postgres
-    if [[ " $* " == *local-acme* ]]; then ensure_web && ensure_pebble; fi
+    if [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]]; then ensure_web; fi
+    if [[ " $* " == *local-acme* ]]; then ensure_pebble; fi
     status=0
     run_api postgres "$@" || status=$?
     report_times

@@ -1,3 +1,4 @@
+// test-db: pglite (the console's subject is the browser, through the API; PGlite is what npm start serves it on: docs/decisions.md #112)
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {

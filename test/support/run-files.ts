@@ -25,19 +25,24 @@ type Db = 'pglite' | 'postgres';
  * one. A stale or missing entry only costs order, never a test: every file given is run, and only those.
  */
 const EXPECTED: Record<string, [number, number]> = {
-  'test/api/reliability-suite.test.ts': [1, 150],
-  'test/api/reliability.test.ts': [1, 120],
-  'test/api/security.test.ts': [90, 60],
-  'test/api/site-transfers.test.ts': [70, 40],
-  'test/api/site-reports.test.ts': [70, 40],
-  'test/api/cli.test.ts': [50, 50],
-  'test/api/backups.test.ts': [50, 35],
-  'test/api/domains.test.ts': [45, 35],
-  'test/api/certificates.test.ts': [45, 35],
-  'test/api/rate-limit.test.ts': [40, 30],
-  'test/api/worker-process.test.ts': [20, 40],
-  'test/api/account-users.test.ts': [35, 25],
-  'test/api/local-driver.test.ts': [35, 25],
+  'test/api/local-web.test.ts': [1, 160],
+  'test/api/security.test.ts': [130, 90],
+  'test/api/reliability-suite.test.ts': [1, 100],
+  'test/api/reliability.test.ts': [1, 100],
+  'test/api/worker-process.test.ts': [20, 70],
+  'test/api/site-reports.test.ts': [60, 30],
+  'test/api/site-transfers.test.ts': [60, 30],
+  'test/api/console-account-browser.test.ts': [45, 1],
+  'test/api/console-browser.test.ts': [40, 1],
+  'test/api/cli.test.ts': [35, 35],
+  'test/api/certificates.test.ts': [35, 25],
+  'test/api/console-pages-browser.test.ts': [35, 1],
+  'test/api/local-web-domains.test.ts': [1, 30],
+  'test/api/local-acme.test.ts': [1, 30],
+  'test/api/backups.test.ts': [30, 20],
+  'test/api/domains.test.ts': [30, 25],
+  'test/api/account-users.test.ts': [25, 30],
+  'test/api/credentials.test.ts': [25, 20],
 };
 /** Files not in EXPECTED nor in the last run's times. */
 const DEFAULT_SECONDS = 15;
@@ -70,12 +75,28 @@ const known = lastRunSeconds();
 const expected = (db: Db, file: string) =>
   known.get(`${db}\t${file}`) ?? EXPECTED[file]?.[db === 'pglite' ? 0 : 1] ?? DEFAULT_SECONDS;
 
+/**
+ * The one database a file runs on when its subject is not the database (docs/decisions.md #112): a
+ * line `// test-db: postgres` (or pglite) among its first 40. Every other file runs on each database
+ * given; a file whose own database is not among them runs on those given (it always runs).
+ */
+function ownDb(file: string): Db | null {
+  const head = fs.readFileSync(file, 'utf8').split('\n', 40).join('\n');
+  const match = head.match(/^\/\/ test-db: (pglite|postgres)\b/m);
+  return (match?.[1] as Db | undefined) ?? null;
+}
+
 interface Job {
   db: Db;
   file: string;
 }
-const queue: Job[] = dbs
-  .flatMap((db) => files.map((file) => ({ db, file })))
+const queue: Job[] = files
+  .flatMap((file) => {
+    const own = ownDb(file);
+    const on = own && dbs.includes(own) ? [own] : dbs;
+    if (on.length < dbs.length) console.log(`${file}: on ${on.join(', ')} only (its test-db line)`);
+    return on.map((db) => ({ db, file }));
+  })
   .sort((a, b) => expected(b.db, b.file) - expected(a.db, a.file) || a.file.localeCompare(b.file));
 
 const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 4));
