@@ -76,6 +76,41 @@ describe('issue 20 defect 8: a start does only what it must', () => {
     }
   });
 
+  it("npm start's entry (bin/hostplane.js) runs the bundle, not the module tree, and serves: healthz, the demo credential it prints lists the demo account's sites", async () => {
+    const { env, drop } = await freshEnv();
+    const log = path.join(tmp, `bundle-modules-${process.pid}.log`);
+    const server = runCli(
+      ['serve'],
+      { ...env, MODULE_LOG: log, NODE_OPTIONS: `--import ${path.resolve('test/support/module-log.mjs')}` },
+      'bin/hostplane.js',
+    );
+    try {
+      const [, base] = await server.waitFor(/Hostplane is serving (http:\/\/\S+)\/v1 /);
+      const loaded = fs.readFileSync(log, 'utf8').split('\n');
+      assert.ok(
+        loaded.some((url) => url.endsWith('/dist/bundle/cli.js')),
+        'the bundle was loaded',
+      );
+      assert.equal(
+        loaded.filter((url) => /\/dist\/(main|cli|app)\.js$/.test(url)).length,
+        0,
+        'no module of the unbundled tree was loaded',
+      );
+      assert.equal((await fetch(`${base}/healthz`)).status, 200);
+      const [, pair, accountId] = await server.waitFor(/curl -u '([^']+)' '\S+account_id=([0-9a-f-]+)'/);
+      const res = await fetch(`${base}/v1/sites?account_id=${accountId}`, {
+        headers: { authorization: `Basic ${Buffer.from(pair as string).toString('base64')}` },
+      });
+      assert.equal(res.status, 200);
+      const body = (await res.json()) as { results: unknown[] };
+      assert.ok(Array.isArray(body.results));
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+      await drop();
+    }
+  });
+
   it("a start loads its own database's driver only, and no MariaDB client without the local driver", async () => {
     const { env, drop } = await freshEnv();
     const log = path.join(tmp, `modules-${process.pid}.log`);

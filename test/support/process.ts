@@ -14,8 +14,13 @@ export interface Running {
  * (scripts/test.sh builds it first when the sources changed), which starts in a fraction of the time
  * that compiling the sources with tsx in every child process takes on a loaded machine.
  */
-export function runCli(args: string[], env: Record<string, string>): Running {
-  const child = spawn(process.execPath, ['dist/cli.js', ...args], {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  /** `bin/hostplane.js`: what `npm start` runs (the bundle of the same build, issue 20). */
+  entry = 'dist/cli.js',
+): Running {
+  const child = spawn(process.execPath, [entry, ...args], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
