@@ -28,7 +28,13 @@ export function run(
       options.stdout ? pipeTo(child.stdout, options.stdout) : drain(child.stdout),
       options.stdin ? pipeFrom(options.stdin, child.stdin) : Promise.resolve(child.stdin.end()),
     ]);
-    child.on('error', reject);
+    child.on('error', (err) => {
+      // Aborted (the job's signal): answered once the process has really stopped, so nothing is
+      // left writing into a directory a retry is about to remove. A spawn that failed has no pid.
+      if (child.pid !== undefined && child.exitCode === null && child.signalCode === null)
+        child.once('close', () => reject(err));
+      else reject(err);
+    });
     child.on('close', (code, signal) => {
       done.then(() => {
         if (code === 0) resolve();
@@ -76,4 +82,30 @@ export function output(command: string, args: string[], signal: AbortSignal): Pr
       else resolve(stdout);
     });
   });
+}
+
+/**
+ * Runs the tasks side by side under one signal of their own: the first failure aborts the others and
+ * is thrown once all have stopped (no process is left writing into a directory a retry removes).
+ */
+export async function allOrAbort(signal: AbortSignal, tasks: ((signal: AbortSignal) => Promise<unknown>)[]) {
+  const both = new AbortController();
+  if (signal.aborted) both.abort(signal.reason);
+  const onAbort = () => both.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  let first: { error: unknown } | null = null;
+  try {
+    await Promise.allSettled(
+      tasks.map((task) =>
+        task(both.signal).catch((error: unknown) => {
+          first ??= { error };
+          both.abort(error);
+          throw error;
+        }),
+      ),
+    );
+    if (first) throw signal.aborted ? signal.reason : (first as { error: unknown }).error;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
