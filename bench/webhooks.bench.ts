@@ -3,15 +3,26 @@
 // An event is recorded in its own transaction (as a state change does), then the app's job runner
 // drains the queue the way tests do (runJobs: one job at a time, no poll wait), so this measures
 // the engine's path (delivery rows, jobs, ordering check, signing, POST) without a poll interval.
+// BENCH_WORKERS=N (PostgreSQL, after `npm run build`): the real path instead: N `hostplane worker`
+// processes with the production job settings take the deliveries (LISTEN wake-ups, their own
+// concurrency); the bench only records the events, spaced BENCH_GAP_MS (default 1000) apart.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { withTransaction } from '../src/db/transaction.js';
 import { factories } from '../test/support/factories.js';
-import { buildTestApp } from '../test/support/harness.js';
+import { ADMIN_TOKEN, buildTestApp, SECRET_KEY } from '../test/support/harness.js';
 import { readyWorld } from '../test/support/jobs.js';
+import { type Running, runCli } from '../test/support/process.js';
 import { startReceiver } from '../test/support/webhooks.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5);
 const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 100);
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 0);
+const GAP_MS = Number(process.env.BENCH_GAP_MS ?? 1000);
+if (WORKERS > 0 && process.env.TEST_DB !== 'postgres')
+  throw new Error('BENCH_WORKERS needs TEST_DB=postgres');
 const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
@@ -27,6 +38,28 @@ for (let i = 0; i < ENDPOINTS; i++) {
   });
   if (res.status !== 201) throw new Error(JSON.stringify(res.body));
 }
+const workers: Running[] = [];
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-hooks-bench-'));
+for (let i = 0; i < WORKERS; i++) {
+  const run = runCli(['worker'], {
+    DATABASE_URL: t.databaseUrl ?? '',
+    DATA_DIR: path.join(tmp, `worker-${i}`),
+    HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
+    HOSTPLANE_SECRET_KEY: SECRET_KEY,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  });
+  await run.waitFor(/Hostplane worker is running \d+ job queues on PostgreSQL/);
+  workers.push(run);
+}
+const arrived = async (id: string, want: number, start: number) => {
+  for (;;) {
+    const arrivals = receiver.requests.filter((r) => r.id === id).map((r) => r.at - start);
+    if (arrivals.length >= want) return arrivals;
+    if (performance.now() - start > 120_000)
+      throw new Error(`${arrivals.length} of ${want} arrived in 120 s`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
 const latencies: number[] = [];
 for (let e = 0; e < EVENTS; e++) {
   const start = performance.now();
@@ -39,14 +72,14 @@ for (let e = 0; e < EVENTS; e++) {
       data: { bench: e },
     }),
   );
-  await t.runJobs();
-  const arrivals = receiver.requests.filter((r) => r.id === event.id).map((r) => r.at - start);
-  if (arrivals.length !== ENDPOINTS) throw new Error(`${arrivals.length} of ${ENDPOINTS} arrived`);
-  latencies.push(...arrivals);
+  if (WORKERS === 0) await t.runJobs();
+  latencies.push(...(await arrived(event.id, ENDPOINTS, start)));
+  if (WORKERS > 0) await new Promise((r) => setTimeout(r, GAP_MS));
 }
 console.log(
   JSON.stringify({
     db: process.env.TEST_DB ?? 'pglite',
+    workers: WORKERS || 'runJobs (serial drain)',
     endpoints: ENDPOINTS,
     events: EVENTS,
     first_attempt_ms: {
@@ -56,5 +89,10 @@ console.log(
     },
   }),
 );
+for (const run of workers) {
+  run.child.kill('SIGTERM');
+  await run.exited;
+}
+fs.rmSync(tmp, { recursive: true, force: true });
 await receiver.close();
 await t.close();
