@@ -211,7 +211,7 @@ describe('local driver web tier (issue 21)', {
     assert.notEqual((await get(port, b.cname, '/probe.php'))?.status, 200);
   });
 
-  it('issue 21: after a backup and a restore the site still serves WordPress (tree owned by the install, its wp-config.php 0640)', async () => {
+  it('R1-R3 issue 21: a post changed after a backup is served as it was at the backup once restored; the site still serves WordPress (tree owned by the install, its wp-config.php 0640)', async () => {
     const { w, cname } = await served();
     const p = host.paths(w.install.id);
     assert.equal((await until(port, cname, (r) => r?.status === 200))?.status, 200);
@@ -223,6 +223,13 @@ describe('local driver web tier (issue 21)', {
     await t.runJobs();
     const backup = await w.owner.client.get(`/v1/installs/${w.install.id}/backups/${made.body.id}`);
     assert.equal(backup.body.status, 'completed', JSON.stringify(backup.body));
+    // The post changed after the backup (as through WordPress: its row), and served so (a query
+    // string bypasses the page cache).
+    await host.admin.query(
+      `UPDATE \`${slugOf(w.install.id)}\`.wp_posts SET post_title = 'Changed after the backup' WHERE ID = 1`,
+    );
+    const changed = await until(port, cname, (r) => /Changed after the backup/.test(r?.body ?? ''), '/?p=1');
+    assert.match(changed?.body ?? '', /Changed after the backup/);
     const res = await w.owner.client.post(`/v1/installs/${w.install.id}/backups/${made.body.id}/restore`, {
       notification_emails: [],
     });
@@ -233,6 +240,10 @@ describe('local driver web tier (issue 21)', {
     const page = await until(port, cname, (r) => r?.status === 200 && /Hello world!/.test(r.body));
     assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 500));
     assert.ok(page?.body.includes(w.site.name), 'the site title is on the front page');
+    // R1-R3: the post as it was at the backup is served again, the change is gone.
+    const post = await until(port, cname, (r) => r?.status === 200, '/?p=1');
+    assert.match(post?.body ?? '', /Hello world!/);
+    assert.equal(post?.body.includes('Changed after the backup'), false);
     const uid = Number(execFileSync('id', ['-u', userOf(w.install.id)], { encoding: 'utf8' }).trim());
     const config = await fs.stat(path.join(p.public, 'wp-config.php'));
     assert.equal(config.mode & 0o777, 0o640);
