@@ -129,7 +129,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       const tmp = path.join(dirs.private, 'tmp');
       await fs.mkdir(tmp, { recursive: true });
       if (!(await files.exists(path.join(dirs.public, 'wp-settings.php'))))
-        await wordpress.copyCore(dirs.public);
+        await wordpress.copyCore(dirs.public, signal);
       await wordpress.chownTree(dirs.public, user, signal);
       await wordpress.chownTree(dirs.private, user, signal);
       const target = ctx.mariadb.target;
