@@ -10,6 +10,7 @@ import {
   checkNoHorizontalOverflow,
   DESKTOP,
   firstPaint,
+  type InPage,
   keep,
   PHONE,
   signIn,
@@ -97,6 +98,67 @@ describe('issue 23: the console account pages in headless Chromium', { skip }, (
     await checkAccessibility(page, 'the users page with an invitation');
     await checkNoHorizontalOverflow(page, 'the users page on a phone');
     await keep(page, 'invitation');
+  });
+
+  it("changes a member's role with the keyboard and it persists after a reload; demoting the last owner is the API's error beside the field", async () => {
+    assert.ok(t && browser);
+    const f = factories(t);
+    const w = await f.world();
+    const grace = await f.user([{ account_id: w.account.id, roles: 'full' }]);
+    const page = await browser.newPage(PHONE);
+    await signIn(page, browser.base, w.owner);
+    await page.goto(`${browser.base}/console/#/accounts/${w.account.id}/users`);
+    await page.getByTestId('members').filter({ hasText: grace.email }).waitFor();
+    const graceRole = page.getByLabel(`Role of ${grace.email}`, { exact: true });
+    assert.equal(await graceRole.inputValue(), 'full');
+    await checkAccessibility(page, 'the users page with a role select per member');
+
+    // Keyboard only: the select, then Tab to its Save button, then Enter.
+    await graceRole.focus();
+    await graceRole.selectOption('partial,billing');
+    await page.keyboard.press('Tab');
+    const save = page.getByRole('button', { name: `Save the role of ${grace.email}` });
+    assert.equal(
+      await save.evaluate((b) => b === (globalThis as unknown as InPage).document.activeElement),
+      true,
+    );
+    await page.keyboard.press('Enter');
+    await page
+      .getByRole('form', { name: `Change the role of ${grace.email}` })
+      .getByRole('status')
+      .filter({ hasText: 'Saved.' })
+      .waitFor();
+    const changed = await w.owner.client.get(`/v1/accounts/${w.account.id}/account_users/${grace.userId}`);
+    assert.equal(changed.body.roles, 'partial,billing', 'the API has it');
+    await page.reload();
+    await page.getByTestId('members').filter({ hasText: grace.email }).waitFor();
+    assert.equal(
+      await page.getByLabel(`Role of ${grace.email}`, { exact: true }).inputValue(),
+      'partial,billing',
+      'after a reload',
+    );
+
+    // The only owner cannot lose the role: the API's field error beside that member's select.
+    const ownerRole = page.getByLabel(`Role of ${w.owner.email}`, { exact: true });
+    await ownerRole.selectOption('full');
+    await page.getByRole('button', { name: `Save the role of ${w.owner.email}` }).click();
+    const fieldError = page
+      .getByRole('form', { name: `Change the role of ${w.owner.email}` })
+      .locator('.field-error[data-field="roles"]');
+    await fieldError.waitFor();
+    assert.match(await fieldError.innerText(), /at least one owner/);
+    assert.equal(await ownerRole.getAttribute('aria-invalid'), 'true');
+    assert.ok(
+      (await ownerRole.getAttribute('aria-describedby'))?.includes(
+        String(await fieldError.getAttribute('id')),
+      ),
+      'the error describes the select',
+    );
+    const owner = await w.owner.client.get(`/v1/accounts/${w.account.id}/account_users/${w.owner.userId}`);
+    assert.equal(owner.body.roles, 'owner', 'still the owner');
+    await checkAccessibility(page, 'the users page with a role error');
+    await checkNoHorizontalOverflow(page, 'the users page with a role error on a phone');
+    await keep(page, 'member-role');
   });
 
   it('lists, adds and deletes SSH keys (a bad key is a field error)', async () => {

@@ -34,6 +34,7 @@ export interface InPage {
     cookie: string;
     scrollingElement: { scrollWidth: number } | null;
     querySelector(s: string): unknown;
+    activeElement: unknown;
   };
   innerWidth: number;
   sessionStorage: { length: number; setItem(key: string, value: string): void };

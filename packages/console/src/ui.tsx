@@ -66,7 +66,10 @@ export function Loading() {
   );
 }
 
-/** A labelled select with the API's error for it beside it. */
+/**
+ * A labelled select with the API's error for it beside it. `hideLabel` keeps the label for screen
+ * readers only (a select in a table row, under its column's header).
+ */
 export function Select(props: {
   label: string;
   name: string;
@@ -74,12 +77,15 @@ export function Select(props: {
   options: { value: string; label: string }[];
   onChange: (value: string) => void;
   error?: string | undefined;
+  hideLabel?: boolean;
 }) {
   const id = useId();
   const errorId = `${id}-error`;
   return (
     <div class="field">
-      <label for={id}>{props.label}</label>
+      <label for={id} class={props.hideLabel ? 'sr-only' : undefined}>
+        {props.label}
+      </label>
       <select
         id={id}
         name={props.name}
