@@ -19,8 +19,9 @@ import {
 } from '../support/console.js';
 import { TEST_DB } from '../support/databases.js';
 import { factories } from '../support/factories.js';
-import { buildTestApp, type Json } from '../support/harness.js';
+import { buildTestApp, type Client, type Json } from '../support/harness.js';
 import { readyInstall, readyWorld } from '../support/jobs.js';
+import { createSchedule, reportsOf, runReportJobs, uniqueTitle } from '../support/reports.js';
 import { testSshKey } from '../support/ssh-keys.js';
 
 // Issue 23, the console's account-level pages in headless Chromium (helpers: test/support/console.ts):
@@ -59,6 +60,31 @@ async function seriesPixels(page: Page): Promise<number[]> {
       return n;
     });
   }, SERIES_RGB);
+}
+
+/**
+ * A weekly report of the site, sent: its schedule falls due tomorrow, the clock moves there and the
+ * due work runs (the report and mail jobs, as a worker's would).
+ */
+async function sendReport(w: { owner: { client: Client }; site: { id: string } }) {
+  assert.ok(t);
+  const due = new Date(Date.parse(isoDate(new Date(t.clock.now().getTime() + DAY))));
+  const title = uniqueTitle('Weekly for the client');
+  await createSchedule(w.owner.client, {
+    site_id: w.site.id,
+    title,
+    recipients: [{ email: 'client@example.test' }],
+    frequency: { unit: 'DAYS', value: 7 },
+    next_scheduled_date: due.toISOString(),
+  });
+  t.clock.set(due);
+  await runReportJobs(t);
+  const reports = await reportsOf(w.owner.client, w.site.id);
+  assert.ok(
+    reports.some((r) => r.title === title),
+    'the API lists the sent report',
+  );
+  return { title, due };
 }
 
 describe('issue 23: the console account pages in headless Chromium', { skip }, () => {
@@ -325,10 +351,54 @@ describe('issue 23: the console account pages in headless Chromium', { skip }, (
     await keep(page, 'report-schedule');
   });
 
+  it('lists the reports a schedule sent and shows one as it was sent (API download in a sandboxed frame)', async () => {
+    assert.ok(t && browser);
+    const f = factories(t);
+    const w = await f.world();
+    const { title, due } = await sendReport(w);
+    const period = `${isoDate(new Date(due.getTime() - 7 * DAY))} to ${isoDate(new Date(due.getTime() - DAY))}`;
+
+    const page = await browser.newPage(PHONE);
+    await signIn(page, browser.base, w.owner);
+    await page.goto(`${browser.base}/console/#/sites/${w.site.id}`);
+    const sent = page.getByTestId('sent-reports');
+    await sent.filter({ hasText: title }).waitFor();
+    const row = await sent.innerText();
+    assert.ok(row.includes(period), `the period ${period} in ${row}`);
+    assert.ok(row.includes('client@example.test'), 'its recipients');
+    await checkAccessibility(page, 'the site page with a sent report');
+    await checkNoHorizontalOverflow(page, 'the site page with a sent report on a phone');
+
+    await page.getByRole('button', { name: `View the report ${title} of ${period}` }).click();
+    const frame = page.frameLocator(`iframe[title="The report ${title} as sent"]`);
+    const body = frame.locator('body');
+    await body.filter({ hasText: w.site.name }).waitFor();
+    const text = await body.innerText();
+    assert.ok(text.includes(title), 'the document is the sent one');
+    assert.ok(text.includes(period), 'with its period');
+    // Styled as mailed (its <style> applied through the CSSOM, the console's CSP unchanged).
+    assert.match(
+      await body.evaluate((b) => (globalThis as unknown as InPage).getComputedStyle(b).fontFamily),
+      /system-ui/,
+    );
+    const heading = page.getByRole('heading', { name: `${title}, ${period}` });
+    assert.equal(
+      await heading.evaluate((h) => h === (globalThis as unknown as InPage).document.activeElement),
+      true,
+      'focus moves to the report',
+    );
+    await checkAccessibility(page, 'the site page showing a sent report');
+    await checkNoHorizontalOverflow(page, 'a sent report on a phone');
+    await keep(page, 'sent-report');
+    await page.getByRole('button', { name: 'Close the report' }).click();
+    assert.equal(await page.getByTestId('sent-report').count(), 0, 'closed');
+  });
+
   it('every page is readable on a phone and at 200% zoom (no horizontal scrolling), dark theme; first paint measured', async () => {
     assert.ok(t && browser);
     const f = factories(t);
     const w = await readyWorld(t, f);
+    await sendReport(w); // the site page with its sent reports' table
     const page = await browser.newPage(PHONE);
     await page.emulateMedia({ colorScheme: 'dark' });
     const fresh = await browser.context.newPage();
@@ -347,7 +417,7 @@ describe('issue 23: the console account pages in headless Chromium', { skip }, (
     const pages: [string, string, (p: Page) => Promise<void>][] = [
       ['accounts', '#/accounts', (p) => p.getByRole('link', { name: w.account.name }).waitFor()],
       ['sites', `#/accounts/${w.account.id}`, (p) => p.getByRole('link', { name: w.install.name }).waitFor()],
-      ['site', `#/sites/${w.site.id}`, (p) => p.getByRole('heading', { name: 'Reports' }).waitFor()],
+      ['site', `#/sites/${w.site.id}`, (p) => p.getByTestId('sent-reports').waitFor()],
       [
         'install',
         `#/installs/${w.install.id}`,

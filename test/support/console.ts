@@ -37,6 +37,7 @@ export interface InPage {
     activeElement: unknown;
   };
   innerWidth: number;
+  getComputedStyle(e: unknown): { fontFamily: string };
   sessionStorage: { length: number; setItem(key: string, value: string): void };
   localStorage: { length: number };
 }
