@@ -50,6 +50,23 @@ export function Field(props: {
   );
 }
 
+/** The items of what a ListField holds: split at commas, trimmed, blanks dropped. */
+export function splitList(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/**
+ * A Field for a comma-separated list (email addresses, tags), read with splitList; its hint says so,
+ * followed by `note` when there is one.
+ */
+export function ListField(props: Omit<Parameters<typeof Field>[0], 'hint' | 'type'> & { note?: string }) {
+  const { note, ...field } = props;
+  return <Field {...field} hint={note ? `Separated by commas; ${note}` : 'Separated by commas.'} />;
+}
+
 export function Alert(props: { children: ComponentChildren; kind?: 'error' | 'info' }) {
   return (
     <p class={`alert ${props.kind ?? 'error'}`} role={props.kind === 'info' ? 'status' : 'alert'}>

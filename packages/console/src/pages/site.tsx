@@ -2,7 +2,17 @@ import type { paths } from '@hostplane/client';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { messageOf, useApi, useOperation, useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, Confirm, Field, Loading, OperationStatus, Select, TableScroll } from '../ui.js';
+import {
+  Alert,
+  Confirm,
+  Field,
+  ListField,
+  Loading,
+  OperationStatus,
+  Select,
+  splitList,
+  TableScroll,
+} from '../ui.js';
 
 type Json<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
   responses: { 200: { content: { 'application/json': infer T } } };
@@ -396,11 +406,7 @@ function Reports(props: {
           body: {
             site_id: props.site.id,
             title,
-            recipients: recipients
-              .split(',')
-              .map((s) => s.trim())
-              .filter(Boolean)
-              .map((email) => ({ email })),
+            recipients: splitList(recipients).map((email) => ({ email })),
             frequency: { unit, value: Number(value) },
             sections: sorted.filter((s) => chosen.has(s.name)).map((s) => ({ name: s.name })),
           },
@@ -461,12 +467,11 @@ function Reports(props: {
           onInput={setTitle}
           error={create.errors.title}
         />
-        <Field
+        <ListField
           label="Recipients (email addresses)"
           name="recipients"
           value={recipients}
           onInput={setRecipients}
-          hint="Separated by commas."
           error={create.errors.recipients ?? create.errors.email}
         />
         <Select
