@@ -11,6 +11,7 @@ import {
   checkNoHorizontalOverflow,
   DESKTOP,
   firstPaint,
+  type InPage,
   keep,
   PHONE,
   signIn,
@@ -19,8 +20,9 @@ import {
 } from '../support/console.js';
 import { TEST_DB } from '../support/databases.js';
 import { factories } from '../support/factories.js';
-import { buildTestApp, type Json } from '../support/harness.js';
+import { buildTestApp, type Client, type Json } from '../support/harness.js';
 import { readyInstall, readyWorld } from '../support/jobs.js';
+import { createSchedule, reportsOf, runReportJobs, uniqueTitle } from '../support/reports.js';
 import { testSshKey } from '../support/ssh-keys.js';
 
 // Issue 23, the console's account-level pages in headless Chromium (helpers: test/support/console.ts):
@@ -61,6 +63,31 @@ async function seriesPixels(page: Page): Promise<number[]> {
   }, SERIES_RGB);
 }
 
+/**
+ * A weekly report of the site, sent: its schedule falls due tomorrow, the clock moves there and the
+ * due work runs (the report and mail jobs, as a worker's would).
+ */
+async function sendReport(w: { owner: { client: Client }; site: { id: string } }) {
+  assert.ok(t);
+  const due = new Date(Date.parse(isoDate(new Date(t.clock.now().getTime() + DAY))));
+  const title = uniqueTitle('Weekly for the client');
+  await createSchedule(w.owner.client, {
+    site_id: w.site.id,
+    title,
+    recipients: [{ email: 'client@example.test' }],
+    frequency: { unit: 'DAYS', value: 7 },
+    next_scheduled_date: due.toISOString(),
+  });
+  t.clock.set(due);
+  await runReportJobs(t);
+  const reports = await reportsOf(w.owner.client, w.site.id);
+  assert.ok(
+    reports.some((r) => r.title === title),
+    'the API lists the sent report',
+  );
+  return { title, due };
+}
+
 describe('issue 23: the console account pages in headless Chromium', { skip }, () => {
   it('invites a user and sees the invitation listed (a bad email is a field error beside Email first)', async () => {
     assert.ok(t && browser);
@@ -98,6 +125,67 @@ describe('issue 23: the console account pages in headless Chromium', { skip }, (
     await checkAccessibility(page, 'the users page with an invitation');
     await checkNoHorizontalOverflow(page, 'the users page on a phone');
     await keep(page, 'invitation');
+  });
+
+  it("changes a member's role with the keyboard and it persists after a reload; demoting the last owner is the API's error beside the field", async () => {
+    assert.ok(t && browser);
+    const f = factories(t);
+    const w = await f.world();
+    const grace = await f.user([{ account_id: w.account.id, roles: 'full' }]);
+    const page = await browser.newPage(PHONE);
+    await signIn(page, browser.base, w.owner);
+    await page.goto(`${browser.base}/console/#/accounts/${w.account.id}/users`);
+    await page.getByTestId('members').filter({ hasText: grace.email }).waitFor();
+    const graceRole = page.getByLabel(`Role of ${grace.email}`, { exact: true });
+    assert.equal(await graceRole.inputValue(), 'full');
+    await checkAccessibility(page, 'the users page with a role select per member');
+
+    // Keyboard only: the select, then Tab to its Save button, then Enter.
+    await graceRole.focus();
+    await graceRole.selectOption('partial,billing');
+    await page.keyboard.press('Tab');
+    const save = page.getByRole('button', { name: `Save the role of ${grace.email}` });
+    assert.equal(
+      await save.evaluate((b) => b === (globalThis as unknown as InPage).document.activeElement),
+      true,
+    );
+    await page.keyboard.press('Enter');
+    await page
+      .getByRole('form', { name: `Change the role of ${grace.email}` })
+      .getByRole('status')
+      .filter({ hasText: 'Saved.' })
+      .waitFor();
+    const changed = await w.owner.client.get(`/v1/accounts/${w.account.id}/account_users/${grace.userId}`);
+    assert.equal(changed.body.roles, 'partial,billing', 'the API has it');
+    await page.reload();
+    await page.getByTestId('members').filter({ hasText: grace.email }).waitFor();
+    assert.equal(
+      await page.getByLabel(`Role of ${grace.email}`, { exact: true }).inputValue(),
+      'partial,billing',
+      'after a reload',
+    );
+
+    // The only owner cannot lose the role: the API's field error beside that member's select.
+    const ownerRole = page.getByLabel(`Role of ${w.owner.email}`, { exact: true });
+    await ownerRole.selectOption('full');
+    await page.getByRole('button', { name: `Save the role of ${w.owner.email}` }).click();
+    const fieldError = page
+      .getByRole('form', { name: `Change the role of ${w.owner.email}` })
+      .locator('.field-error[data-field="roles"]');
+    await fieldError.waitFor();
+    assert.match(await fieldError.innerText(), /at least one owner/);
+    assert.equal(await ownerRole.getAttribute('aria-invalid'), 'true');
+    assert.ok(
+      (await ownerRole.getAttribute('aria-describedby'))?.includes(
+        String(await fieldError.getAttribute('id')),
+      ),
+      'the error describes the select',
+    );
+    const owner = await w.owner.client.get(`/v1/accounts/${w.account.id}/account_users/${w.owner.userId}`);
+    assert.equal(owner.body.roles, 'owner', 'still the owner');
+    await checkAccessibility(page, 'the users page with a role error');
+    await checkNoHorizontalOverflow(page, 'the users page with a role error on a phone');
+    await keep(page, 'member-role');
   });
 
   it('lists, adds and deletes SSH keys (a bad key is a field error)', async () => {
@@ -264,10 +352,54 @@ describe('issue 23: the console account pages in headless Chromium', { skip }, (
     await keep(page, 'report-schedule');
   });
 
+  it('lists the reports a schedule sent and shows one as it was sent (API download in a sandboxed frame)', async () => {
+    assert.ok(t && browser);
+    const f = factories(t);
+    const w = await f.world();
+    const { title, due } = await sendReport(w);
+    const period = `${isoDate(new Date(due.getTime() - 7 * DAY))} to ${isoDate(new Date(due.getTime() - DAY))}`;
+
+    const page = await browser.newPage(PHONE);
+    await signIn(page, browser.base, w.owner);
+    await page.goto(`${browser.base}/console/#/sites/${w.site.id}`);
+    const sent = page.getByTestId('sent-reports');
+    await sent.filter({ hasText: title }).waitFor();
+    const row = await sent.innerText();
+    assert.ok(row.includes(period), `the period ${period} in ${row}`);
+    assert.ok(row.includes('client@example.test'), 'its recipients');
+    await checkAccessibility(page, 'the site page with a sent report');
+    await checkNoHorizontalOverflow(page, 'the site page with a sent report on a phone');
+
+    await page.getByRole('button', { name: `View the report ${title} of ${period}` }).click();
+    const frame = page.frameLocator(`iframe[title="The report ${title} as sent"]`);
+    const body = frame.locator('body');
+    await body.filter({ hasText: w.site.name }).waitFor();
+    const text = await body.innerText();
+    assert.ok(text.includes(title), 'the document is the sent one');
+    assert.ok(text.includes(period), 'with its period');
+    // Styled as mailed (its <style> applied through the CSSOM, the console's CSP unchanged).
+    assert.match(
+      await body.evaluate((b) => (globalThis as unknown as InPage).getComputedStyle(b).fontFamily),
+      /system-ui/,
+    );
+    const heading = page.getByRole('heading', { name: `${title}, ${period}` });
+    assert.equal(
+      await heading.evaluate((h) => h === (globalThis as unknown as InPage).document.activeElement),
+      true,
+      'focus moves to the report',
+    );
+    await checkAccessibility(page, 'the site page showing a sent report');
+    await checkNoHorizontalOverflow(page, 'a sent report on a phone');
+    await keep(page, 'sent-report');
+    await page.getByRole('button', { name: 'Close the report' }).click();
+    assert.equal(await page.getByTestId('sent-report').count(), 0, 'closed');
+  });
+
   it('every page is readable on a phone and at 200% zoom (no horizontal scrolling), dark theme; first paint measured', async () => {
     assert.ok(t && browser);
     const f = factories(t);
     const w = await readyWorld(t, f);
+    await sendReport(w); // the site page with its sent reports' table
     const page = await browser.newPage(PHONE);
     await page.emulateMedia({ colorScheme: 'dark' });
     const fresh = await browser.context.newPage();
@@ -286,7 +418,7 @@ describe('issue 23: the console account pages in headless Chromium', { skip }, (
     const pages: [string, string, (p: Page) => Promise<void>][] = [
       ['accounts', '#/accounts', (p) => p.getByRole('link', { name: w.account.name }).waitFor()],
       ['sites', `#/accounts/${w.account.id}`, (p) => p.getByRole('link', { name: w.install.name }).waitFor()],
-      ['site', `#/sites/${w.site.id}`, (p) => p.getByRole('heading', { name: 'Reports' }).waitFor()],
+      ['site', `#/sites/${w.site.id}`, (p) => p.getByTestId('sent-reports').waitFor()],
       [
         'install',
         `#/installs/${w.install.id}`,

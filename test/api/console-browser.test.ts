@@ -1,108 +1,34 @@
 // test-db: pglite (the console's subject is the browser, through the API; PGlite is what npm start serves it on: docs/decisions.md #112)
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
 import zlib from 'node:zlib';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { CONSOLE_BUILD_DIR } from '../../src/modules/console/console.routes.js';
+import {
+  type ConsoleBrowser,
+  checkAccessibility,
+  type InPage,
+  keep,
+  PHONE,
+  signIn,
+  startConsoleBrowser,
+} from '../support/console.js';
 import { TEST_DB } from '../support/databases.js';
-import { factories, type Member } from '../support/factories.js';
+import { factories } from '../support/factories.js';
 import { buildTestApp } from '../support/harness.js';
 import { readyWorld } from '../support/jobs.js';
 
 // Issue 23: the web console (packages/console, served at /console) driven in Debian's chromium by
-// playwright-core, against a real server on a loopback port. Each test keeps a screenshot of its last
-// page in test-artifacts/console/, and every page it visits is checked with axe-core (no serious or
-// critical violation). The console is browser-only, so one database is enough: it runs on PGlite.
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = path.resolve('test-artifacts/console');
-const AXE_SOURCE = fs.readFileSync(fileURLToPath(import.meta.resolve('axe-core/axe.min.js')), 'utf8');
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1100, height: 900 };
-/** The page's globals, inside page.evaluate (the project's lib has no DOM types). */
-interface InPage {
-  document: { cookie: string };
-  sessionStorage: { length: number; setItem(key: string, value: string): void };
-  localStorage: { length: number };
-}
+// playwright-core, against a real server on a loopback port (the helpers and the browser set-up are
+// in test/support/console.ts). Each test keeps a screenshot of its last page in
+// test-artifacts/console/, and every page it visits is checked with axe-core (no serious or critical
+// violation). The console is browser-only, so one database is enough: it runs on PGlite.
 const skip = TEST_DB !== 'pglite' && 'browser test runs once, on PGlite';
-
-// Top-level setup before the first describe (test/support/harness.ts): app, server, browser.
-let base = '';
-let context: BrowserContext | null = null;
 const t = skip ? null : await buildTestApp();
-if (t) {
-  assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: scripts/test.sh installs Debian's chromium`);
-  assert.ok(
-    fs.existsSync(path.join(CONSOLE_BUILD_DIR, 'index.html')),
-    'the console is not built: npm ci (or npm run build -w @hostplane/console)',
-  );
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-console-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: DESKTOP,
-  });
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  after(async () => {
-    await context?.close();
-    fs.rmSync(profile, { recursive: true, force: true });
-  });
-}
-
-async function newPage(viewport = DESKTOP): Promise<Page> {
-  assert.ok(context);
-  const page = await context.newPage();
-  await page.setViewportSize(viewport);
-  return page;
-}
-
-/** axe-core on the page as it is now: no serious or critical violation. */
-async function checkAccessibility(page: Page, what: string) {
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    // biome-ignore lint/suspicious/noExplicitAny: axe is the injected global
-    const axe = (globalThis as any).axe;
-    const result = await axe.run((globalThis as unknown as InPage).document);
-    return (
-      result.violations as { id: string; impact: string; help: string; nodes: { target: string[] }[] }[]
-    )
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  });
-  assert.deepEqual(violations, [], `accessibility of ${what}`);
-}
-
-async function keep(page: Page, name: string) {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
-async function signIn(page: Page, member: Member) {
-  await page.goto(`${base}/console/`);
-  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-  await checkAccessibility(page, 'the sign-in page');
-  await page.getByLabel('Username').fill(member.username);
-  await page.getByLabel('Password').fill(member.password);
-  await page.getByLabel('Password').press('Enter');
-  await page.getByRole('heading', { name: 'Accounts' }).waitFor();
-}
+const browser: ConsoleBrowser | null = t ? await startConsoleBrowser(t) : null;
+const base = browser?.base ?? '';
+const newPage = (viewport?: { width: number; height: number }) => {
+  assert.ok(browser);
+  return browser.newPage(viewport);
+};
 
 describe('issue 23: the web console in headless Chromium', { skip }, () => {
   it('signs in with an API credential kept in sessionStorage only, lists the accounts, first page JS under 150 KB gzipped', async () => {
@@ -117,7 +43,7 @@ describe('issue 23: the web console in headless Chromium', { skip }, () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'not accepted' }).waitFor();
 
-    await signIn(page, w.owner);
+    await signIn(page, base, w.owner);
     await page.getByRole('link', { name: w.account.name }).waitFor();
     assert.ok(!page.url().includes(w.owner.password), 'the password is in no URL');
     const stored = await page.evaluate(() => {
@@ -152,7 +78,7 @@ describe('issue 23: the web console in headless Chromium', { skip }, () => {
     const f = factories(t);
     const w = await f.world();
     const page = await newPage(PHONE);
-    await signIn(page, w.owner);
+    await signIn(page, base, w.owner);
     await page.getByRole('link', { name: w.account.name }).click();
     await page.getByRole('heading', { name: `Sites of ${w.account.name}` }).waitFor();
     await page.getByRole('link', { name: w.install.name }).waitFor();
@@ -196,7 +122,7 @@ describe('issue 23: the web console in headless Chromium', { skip }, () => {
     const f = factories(t);
     const w = await readyWorld(t, f);
     const page = await newPage(PHONE);
-    await signIn(page, w.owner);
+    await signIn(page, base, w.owner);
     await page.goto(`${base}/console/#/installs/${w.install.id}`);
     await page.getByRole('heading', { name: `Install ${w.install.name}` }).waitFor();
     await checkAccessibility(page, 'the install page');
@@ -221,7 +147,7 @@ describe('issue 23: the web console in headless Chromium', { skip }, () => {
     const w = await readyWorld(t, f);
     const page = await newPage(PHONE);
     await page.emulateMedia({ colorScheme: 'dark' });
-    await signIn(page, w.owner);
+    await signIn(page, base, w.owner);
     await page.goto(`${base}/console/#/installs/${w.install.id}`);
     await page.getByRole('heading', { name: 'Backups' }).waitFor();
     await page.getByLabel('Description').fill('before the theme change');
@@ -244,7 +170,7 @@ describe('issue 23: the web console in headless Chromium', { skip }, () => {
     const f = factories(t);
     const w = await f.world();
     const page = await newPage();
-    await signIn(page, w.owner);
+    await signIn(page, base, w.owner);
     // The credential goes bad while the tab is open (a wrong password in its session storage).
     await page.evaluate((username) => {
       (globalThis as unknown as InPage).sessionStorage.setItem(
@@ -269,7 +195,7 @@ describe('issue 23: the web console in headless Chromium', { skip }, () => {
     const f = factories(t);
     const w = await f.world();
     const page = await newPage();
-    await signIn(page, w.owner);
+    await signIn(page, base, w.owner);
     await page.goto(`${base}/console/#/accounts/${w.account.id}/new-site`);
     // The server is unavailable for the first POST /v1/sites (as behind a proxy that answers 503).
     let refused = 0;

@@ -38,10 +38,10 @@ describe('issue 23: the console site and install pages in headless Chromium', { 
     await page.getByRole('link', { name: w.account.name }).click();
     await page.getByRole('link', { name: w.site.name }).click();
     await page.getByRole('heading', { name: `Site ${w.site.name}` }).waitFor();
-    await page.getByRole('heading', { name: 'Reports' }).waitFor();
+    await page.getByRole('heading', { name: 'Reports', exact: true }).waitFor();
     requests.reset();
     await page.reload();
-    await page.getByRole('heading', { name: 'Reports' }).waitFor();
+    await page.getByRole('heading', { name: 'Reports', exact: true }).waitFor();
     await page.getByTestId(`install-status-${w.install.name}`).filter({ hasText: 'pending' }).waitFor();
     assert.ok(requests.depth() <= 2, `site page request waterfall ${requests.depth()} deep`);
     await checkAccessibility(page, 'the site page');

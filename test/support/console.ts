@@ -34,8 +34,10 @@ export interface InPage {
     cookie: string;
     scrollingElement: { scrollWidth: number } | null;
     querySelector(s: string): unknown;
+    activeElement: unknown;
   };
   innerWidth: number;
+  getComputedStyle(e: unknown): { fontFamily: string };
   sessionStorage: { length: number; setItem(key: string, value: string): void };
   localStorage: { length: number };
 }

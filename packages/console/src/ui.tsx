@@ -50,6 +50,23 @@ export function Field(props: {
   );
 }
 
+/** The items of what a ListField holds: split at commas, trimmed, blanks dropped. */
+export function splitList(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/**
+ * A Field for a comma-separated list (email addresses, tags), read with splitList; its hint says so,
+ * followed by `note` when there is one.
+ */
+export function ListField(props: Omit<Parameters<typeof Field>[0], 'hint' | 'type'> & { note?: string }) {
+  const { note, ...field } = props;
+  return <Field {...field} hint={note ? `Separated by commas; ${note}` : 'Separated by commas.'} />;
+}
+
 export function Alert(props: { children: ComponentChildren; kind?: 'error' | 'info' }) {
   return (
     <p class={`alert ${props.kind ?? 'error'}`} role={props.kind === 'info' ? 'status' : 'alert'}>
@@ -66,7 +83,10 @@ export function Loading() {
   );
 }
 
-/** A labelled select with the API's error for it beside it. */
+/**
+ * A labelled select with the API's error for it beside it. `hideLabel` keeps the label for screen
+ * readers only (a select in a table row, under its column's header).
+ */
 export function Select(props: {
   label: string;
   name: string;
@@ -74,12 +94,15 @@ export function Select(props: {
   options: { value: string; label: string }[];
   onChange: (value: string) => void;
   error?: string | undefined;
+  hideLabel?: boolean;
 }) {
   const id = useId();
   const errorId = `${id}-error`;
   return (
     <div class="field">
-      <label for={id}>{props.label}</label>
+      <label for={id} class={props.hideLabel ? 'sr-only' : undefined}>
+        {props.label}
+      </label>
       <select
         id={id}
         name={props.name}

@@ -2,7 +2,18 @@ import type { paths } from '@hostplane/client';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { type Api, messageOf, useApi, useOperation, useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, Confirm, Field, formatBytes, Loading, OperationStatus, Select, TableScroll } from '../ui.js';
+import {
+  Alert,
+  Confirm,
+  Field,
+  formatBytes,
+  ListField,
+  Loading,
+  OperationStatus,
+  Select,
+  splitList,
+  TableScroll,
+} from '../ui.js';
 
 type Json<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
   responses: { 200: { content: { 'application/json': infer T } } };
@@ -15,12 +26,6 @@ type Backup = Json<'/v1/installs/{install_id}/backups', 'get'> extends { results
 type Certificate = Json<'/v1/installs/{install_id}/ssl_certificates', 'get'>['certificates'][number];
 type Usage = Json<'/v1/installs/{install_id}/usage', 'get'>;
 type Sibling = Json<'/v1/installs', 'get'>['results'][number];
-
-const emailList = (text: string) =>
-  text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
 
 /**
  * An install with its domains, certificates, backups and disk usage: five reads side by side, then
@@ -289,7 +294,7 @@ function Backups(props: { install: Install; backups: Backup[]; reload: () => Pro
       const started = await api.run(() =>
         api.client.post('/v1/installs/{install_id}/backups', {
           params: { path: { install_id } },
-          body: { description, notification_emails: emailList(emails) },
+          body: { description, notification_emails: splitList(emails) },
         }),
       );
       await props.reload();
@@ -309,7 +314,7 @@ function Backups(props: { install: Install; backups: Backup[]; reload: () => Pro
       const started = await api.run(() =>
         api.client.post('/v1/installs/{install_id}/backups/{backup_id}/restore', {
           params: { path: { install_id, backup_id: chosen.id } },
-          body: { notification_emails: emailList(emails) },
+          body: { notification_emails: splitList(emails) },
         }),
       );
       if (started.location) await restore.follow(api, started.location);
@@ -387,12 +392,12 @@ function Backups(props: { install: Install; backups: Backup[]; reload: () => Pro
           onInput={setDescription}
           error={take.errors.description}
         />
-        <Field
+        <ListField
           label="Notify (email addresses)"
           name="notification_emails"
           value={emails}
           onInput={setEmails}
-          hint="Separated by commas; also told when a restore ends."
+          note="also told when a restore ends."
           error={take.errors.notification_emails ?? runRestore.errors.notification_emails}
         />
         <button type="submit" disabled={take.busy}>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { useSubmit } from '../api.js';
 import { href, navigate } from '../router.js';
-import { Alert, Field } from '../ui.js';
+import { Alert, Field, ListField, splitList } from '../ui.js';
 
 /** POST /v1/sites; the API's own field errors are shown beside their fields. */
 export function NewSitePage(props: { accountId: string }) {
@@ -10,10 +10,7 @@ export function NewSitePage(props: { accountId: string }) {
   const [tags, setTags] = useState('');
   const { submit, busy, errors, message } = useSubmit(
     async (api) => {
-      const tagList = tags
-        .split(',')
-        .map((t) => t.trim())
-        .filter(Boolean);
+      const tagList = splitList(tags);
       await api.run(() =>
         api.client.post('/v1/sites', {
           body: {
@@ -45,14 +42,7 @@ export function NewSitePage(props: { accountId: string }) {
           onInput={setGroup}
           error={errors.group_name}
         />
-        <Field
-          label="Tags (optional)"
-          name="tags"
-          value={tags}
-          onInput={setTags}
-          hint="Separated by commas."
-          error={errors.tags}
-        />
+        <ListField label="Tags (optional)" name="tags" value={tags} onInput={setTags} error={errors.tags} />
         <button type="submit" disabled={busy}>
           {busy ? 'Creating…' : 'Create site'}
         </button>

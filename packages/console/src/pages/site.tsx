@@ -1,8 +1,18 @@
 import type { paths } from '@hostplane/client';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { messageOf, useApi, useOperation, useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, Confirm, Field, Loading, OperationStatus, Select, TableScroll } from '../ui.js';
+import {
+  Alert,
+  Confirm,
+  Field,
+  ListField,
+  Loading,
+  OperationStatus,
+  Select,
+  splitList,
+  TableScroll,
+} from '../ui.js';
 
 type Json<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
   responses: { 200: { content: { 'application/json': infer T } } };
@@ -387,7 +397,6 @@ function Reports(props: {
   const [every, setEvery] = useState('MONTHLY:1');
   const [chosen, setChosen] = useState<Set<string>>(() => new Set(sorted.map((s) => s.name)));
   const [created, setCreated] = useState<string | null>(null);
-  const [preview, setPreview] = useState<{ title: string; html: string } | null>(null);
   const [unit, value] = every.split(':') as ['DAYS' | 'MONTHLY', string];
   const create = useSubmit(
     async (api) => {
@@ -397,11 +406,7 @@ function Reports(props: {
           body: {
             site_id: props.site.id,
             title,
-            recipients: recipients
-              .split(',')
-              .map((s) => s.trim())
-              .filter(Boolean)
-              .map((email) => ({ email })),
+            recipients: splitList(recipients).map((email) => ({ email })),
             frequency: { unit, value: Number(value) },
             sections: sorted.filter((s) => chosen.has(s.name)).map((s) => ({ name: s.name })),
           },
@@ -420,15 +425,6 @@ function Reports(props: {
       }),
     );
     await props.reload();
-  });
-  const open = useSubmit(async (api, report: Report) => {
-    const html = await api.run(() =>
-      api.client.get('/v1/site_reports/{report_id}/download', {
-        params: { path: { report_id: report.uuid } },
-        parseAs: 'text',
-      }),
-    );
-    setPreview({ title: report.title, html: String(html) });
   });
 
   return (
@@ -460,29 +456,7 @@ function Reports(props: {
           ))}
         </ul>
       )}
-      {props.reports.length > 0 && (
-        <>
-          <h3>Sent reports</h3>
-          <ul>
-            {props.reports.map((r) => (
-              <li key={r.uuid}>
-                {r.title} ({r.date_range.start_date} to {r.date_range.end_date}){' '}
-                <button
-                  type="button"
-                  class="link"
-                  aria-label={`Open the report ${r.title}`}
-                  onClick={() => open.run(r)}
-                >
-                  Open
-                </button>
-              </li>
-            ))}
-          </ul>
-          {preview && (
-            <iframe class="preview" title={`Report ${preview.title}`} sandbox="" srcDoc={preview.html} />
-          )}
-        </>
-      )}
+      <SentReports reports={props.reports} />
       <form onSubmit={create.submit} aria-label="New report schedule" noValidate>
         <h3>New report schedule</h3>
         {create.message && <Alert>{create.message}</Alert>}
@@ -493,12 +467,11 @@ function Reports(props: {
           onInput={setTitle}
           error={create.errors.title}
         />
-        <Field
+        <ListField
           label="Recipients (email addresses)"
           name="recipients"
           value={recipients}
           onInput={setRecipients}
-          hint="Separated by commas."
           error={create.errors.recipients ?? create.errors.email}
         />
         <Select
@@ -556,6 +529,113 @@ function Reports(props: {
         sections={sorted.filter((s) => chosen.has(s.name))}
         every={every}
       />
+    </section>
+  );
+}
+
+const day = (iso: string) => iso.slice(0, 10);
+/** A report's period as the report itself states it: its first and last day (the end is exclusive). */
+const periodOf = (r: Report) =>
+  `${day(r.date_range.start_date)} to ${day(new Date(Date.parse(r.date_range.end_date) - 1).toISOString())}`;
+
+/**
+ * The console's CSP (style-src 'self') is inherited by a srcdoc frame and blocks the report's own
+ * <style>: its rules are applied through the CSSOM instead (a constructed stylesheet, which style-src
+ * does not govern), so the console keeps its CSP and the report looks as it was mailed.
+ */
+function adoptReportStyles(frame: HTMLIFrameElement) {
+  const doc = frame.contentDocument;
+  const realm = frame.contentWindow as (Window & typeof globalThis) | null;
+  if (!doc || !realm) return;
+  const sheet = new realm.CSSStyleSheet();
+  sheet.replaceSync([...doc.querySelectorAll('style')].map((s) => s.textContent ?? '').join('\n'));
+  doc.adoptedStyleSheets = [sheet];
+}
+
+/**
+ * The reports that were generated and mailed, newest first, and one of them as it was sent: the
+ * API's HTML document in a sandboxed frame (no script runs in it; the document has no script nor
+ * external asset of its own). Same-origin only so that the console can style it (adoptReportStyles).
+ */
+function SentReports(props: { reports: Report[] }) {
+  const [shown, setShown] = useState<{ report: Report; html: string } | null>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
+  const view = useSubmit(async (api, report: Report) => {
+    const html = await api.run(() =>
+      api.client.get('/v1/site_reports/{report_id}/download', {
+        params: { path: { report_id: report.uuid } },
+        parseAs: 'text',
+      }),
+    );
+    setShown({ report, html: String(html) });
+  });
+  useEffect(() => heading.current?.focus(), [shown]);
+  return (
+    <section aria-labelledby="sent-reports-title">
+      <h3 id="sent-reports-title">Sent reports</h3>
+      {view.message && <Alert>{view.message}</Alert>}
+      {props.reports.length === 0 ? (
+        <p>No report sent yet.</p>
+      ) : (
+        <TableScroll label="Sent reports, newest first">
+          <table data-testid="sent-reports" class="stack">
+            <caption class="sr-only">Sent reports, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Title</th>
+                <th scope="col">Period</th>
+                <th scope="col">Sent</th>
+                <th scope="col">To</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {props.reports.map((r) => (
+                <tr key={r.uuid}>
+                  <td>{r.title}</td>
+                  <td>{periodOf(r)}</td>
+                  <td data-label="Sent">
+                    <time dateTime={r.created_at}>{new Date(r.created_at).toLocaleString()}</time>
+                  </td>
+                  <td data-label="To">{r.recipients.map((x) => x.email).join(', ')}</td>
+                  <td>
+                    <button
+                      type="button"
+                      class="secondary"
+                      disabled={view.busy}
+                      aria-label={`View the report ${r.title} of ${periodOf(r)}`}
+                      onClick={() => view.run(r)}
+                    >
+                      View
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      )}
+      {shown && (
+        <figure class="sent-report" data-testid="sent-report">
+          <figcaption>
+            <h4 ref={heading} tabIndex={-1}>
+              {shown.report.title}, {periodOf(shown.report)}
+            </h4>
+            <button type="button" class="secondary" onClick={() => setShown(null)}>
+              Close the report
+            </button>
+          </figcaption>
+          <iframe
+            class="preview"
+            title={`The report ${shown.report.title} as sent`}
+            sandbox="allow-same-origin"
+            srcDoc={shown.html}
+            onLoad={(e) => adoptReportStyles(e.currentTarget)}
+          />
+        </figure>
+      )}
     </section>
   );
 }

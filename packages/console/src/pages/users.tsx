@@ -86,9 +86,9 @@ export function UsersPage(props: { accountId: string }) {
 
   const members = users?.filter((u) => u.invite_accepted) ?? [];
   const invitations = users?.filter((u) => !u.invite_accepted) ?? [];
-  const table = (list: AccountUser[], caption: string, testId: string) => (
+  const table = (list: AccountUser[], caption: string, testId: string, editRoles: boolean) => (
     <TableScroll label={caption}>
-      <table data-testid={testId}>
+      <table data-testid={testId} class="stack">
         <caption class="sr-only">{caption}</caption>
         <thead>
           <tr>
@@ -108,7 +108,11 @@ export function UsersPage(props: { accountId: string }) {
               </td>
               <td>{u.email}</td>
               <td>
-                {roleLabel(u.roles)}
+                {editRoles ? (
+                  <RoleForm accountId={account_id} user={u} onSaved={reload} />
+                ) : (
+                  roleLabel(u.roles)
+                )}
                 {u.installs && u.installs.length > 0 && (
                   <span class="muted"> ({u.installs.map((i) => i.name).join(', ')})</span>
                 )}
@@ -144,12 +148,16 @@ export function UsersPage(props: { accountId: string }) {
       {users && (
         <>
           <h2>Members</h2>
-          {members.length === 0 ? <p>No member.</p> : table(members, 'Members and their roles', 'members')}
+          {members.length === 0 ? (
+            <p>No member.</p>
+          ) : (
+            table(members, 'Members and their roles', 'members', true)
+          )}
           <h2>Invitations</h2>
           {invitations.length === 0 ? (
             <p>No invitation waiting.</p>
           ) : (
-            table(invitations, 'Invitations not yet accepted', 'invitations')
+            table(invitations, 'Invitations not yet accepted', 'invitations', false)
           )}
         </>
       )}
@@ -203,5 +211,50 @@ export function UsersPage(props: { accountId: string }) {
         )}
       </form>
     </section>
+  );
+}
+
+/**
+ * A member's role, changed in place (PATCH account_users): the API's refusal (the last owner keeps
+ * the role; nobody grants more than they hold) beside the select.
+ */
+function RoleForm(props: { accountId: string; user: AccountUser; onSaved: () => Promise<unknown> }) {
+  const { email, user_id } = props.user;
+  const [role, setRole] = useState(props.user.roles);
+  const [saved, setSaved] = useState(false);
+  const save = useSubmit(async (a) => {
+    setSaved(false);
+    await a.run(() =>
+      a.client.patch('/v1/accounts/{account_id}/account_users/{user_id}', {
+        params: { path: { account_id: props.accountId, user_id } },
+        body: { roles: role as Role },
+      }),
+    );
+    await props.onSaved();
+    setSaved(true);
+  });
+  const fieldError = save.errors.roles ?? save.errors.install_ids;
+  const otherError = Object.keys(save.errors).length === 0 ? (save.message ?? undefined) : undefined;
+  return (
+    <form onSubmit={save.submit} aria-label={`Change the role of ${email}`} noValidate class="role-form">
+      <Select
+        label={`Role of ${email}`}
+        hideLabel
+        name="roles"
+        value={role}
+        onChange={(v) => {
+          setSaved(false);
+          setRole(v);
+        }}
+        options={ROLES}
+        error={fieldError ?? otherError}
+      />
+      <button type="submit" class="secondary" disabled={save.busy} aria-label={`Save the role of ${email}`}>
+        {save.busy ? 'Saving…' : 'Save'}
+      </button>
+      <span role="status" class="muted">
+        {saved && ' Saved.'}
+      </span>
+    </form>
   );
 }
