@@ -141,8 +141,15 @@ export async function findEndpointDelivery(db: Db, endpointId: string, id: strin
   return row ?? null;
 }
 
-/** The oldest pending delivery of the lane before `seq` (null: this one is next). */
-export async function earlierPending(db: Db, d: Pick<DeliveryRow, 'endpoint_id' | 'lane' | 'seq'>) {
+/**
+ * The oldest pending delivery of the lane before `seq` (`before`: null means this one is next) or
+ * after it (`after`: the one to queue when this one ends).
+ */
+export async function pendingInLane(
+  db: Db,
+  d: Pick<DeliveryRow, 'endpoint_id' | 'lane' | 'seq'>,
+  direction: 'before' | 'after',
+) {
   const [row] = await db
     .select({ id: webhookDeliveries.id })
     .from(webhookDeliveries)
@@ -151,25 +158,7 @@ export async function earlierPending(db: Db, d: Pick<DeliveryRow, 'endpoint_id' 
         eq(webhookDeliveries.endpoint_id, d.endpoint_id),
         eq(webhookDeliveries.lane, d.lane),
         eq(webhookDeliveries.status, 'pending'),
-        lt(webhookDeliveries.seq, d.seq),
-      ),
-    )
-    .orderBy(asc(webhookDeliveries.seq))
-    .limit(1);
-  return row ?? null;
-}
-
-/** The next pending delivery of the lane after `seq`. */
-export async function nextPending(db: Db, d: Pick<DeliveryRow, 'endpoint_id' | 'lane' | 'seq'>) {
-  const [row] = await db
-    .select({ id: webhookDeliveries.id })
-    .from(webhookDeliveries)
-    .where(
-      and(
-        eq(webhookDeliveries.endpoint_id, d.endpoint_id),
-        eq(webhookDeliveries.lane, d.lane),
-        eq(webhookDeliveries.status, 'pending'),
-        gt(webhookDeliveries.seq, d.seq),
+        (direction === 'before' ? lt : gt)(webhookDeliveries.seq, d.seq),
       ),
     )
     .orderBy(asc(webhookDeliveries.seq))

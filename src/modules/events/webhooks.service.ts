@@ -111,7 +111,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
 
   /** In `tx`: the next pending delivery of the lane (if any) is queued now. */
   async function chain(tx: Db, d: repo.DeliveryRow) {
-    const next = await repo.nextPending(tx, d);
+    const next = await repo.pendingInLane(tx, d, 'after');
     if (next) await queue.enqueue(tx, 'webhook-deliver', { delivery_id: next.id });
   }
 
@@ -335,7 +335,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     async deliver(deliveryId: string) {
       const d = await repo.findDelivery(db, deliveryId);
       if (d?.status !== 'pending') return;
-      if (await repo.earlierPending(db, d)) return;
+      if (await repo.pendingInLane(db, d, 'before')) return;
       const endpoint = await repo.findEndpointById(db, d.endpoint_id);
       if (!endpoint) return abandon(d.id, 'The endpoint was deleted');
       if (!endpoint.enabled) return abandon(d.id, 'The endpoint is disabled');
