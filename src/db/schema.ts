@@ -221,6 +221,8 @@ export const certificates = pgTable(
     fingerprint: text('fingerprint').notNull(),
     not_before: timestamp('not_before', { withTimezone: true, mode: 'date' }).notNull(),
     not_after: timestamp('not_after', { withTimezone: true, mode: 'date' }).notNull(),
+    /** Issue 22: when `certificate.expiring` was written (once per certificate). */
+    expiry_warned_at: timestamp('expiry_warned_at', { withTimezone: true, mode: 'date' }),
     created_at: createdAt(),
   },
   (t) => [index('certificates_install_id_created_idx').on(t.install_id, t.created_at, t.id)],
