@@ -22,6 +22,7 @@ import { createBackupsService } from './modules/backups/backups.service.js';
 import { createCacheJobs } from './modules/cache/cache.jobs.js';
 import { createCacheService } from './modules/cache/cache.service.js';
 import { extraTrustedRoots, trustedRootsWith } from './modules/certificates/certificate-chain.js';
+import { createCertificateExpiryJob } from './modules/certificates/certificates.expiry.js';
 import { createCertificateOrders } from './modules/certificates/certificates.order.service.js';
 import {
   createCertificateCoverage,
@@ -126,6 +127,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installDomain,
     startProvisioning,
     startDeprovisioning,
+    events,
   });
   const operations = createOperationsService({ db, clock, installs, outbox, queue, events });
   const backups = createBackupsService({ db, clock, installs, operations, driver: hosting });
@@ -136,7 +138,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const users = createUsersService({ db, accounts, authenticator });
   const admin = createAdminService({ accounts, sites, installs, users });
   // Issue 11: account users with invitations, SSH keys.
-  const accountUsers = createAccountUsersService({ db, clock, outbox, authenticator });
+  const accountUsers = createAccountUsersService({ db, clock, outbox, authenticator, events });
   const sshKeys = createSshKeysService({ db, clock });
   const resolver = createTxtResolver(config.dns);
   // Domain records show the SSL status certificates give them, and certificates check domains: the
@@ -152,6 +154,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installDomain,
     sslStatusOf,
     requestRouting,
+    events,
   });
   const trustedRoots = trustedRootsWith(extraTrustedRoots(config.extraCaCertsFile));
   const certificates = createCertificatesService({
@@ -200,7 +203,13 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting });
   const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock, db });
   const cacheJobs = createCacheJobs({ operations, driver: hosting });
-  const reportJobs = createReportJobs({ db, clock, outbox, publicUrl: config.publicUrl });
+  const reportJobs = createReportJobs({
+    db,
+    clock,
+    outbox,
+    publicUrl: config.publicUrl,
+    events,
+  });
   // Site transfers (issue 11): T1-T11.
   const siteTransfers = createSiteTransfersService({
     db,
@@ -244,6 +253,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
       exhausted: ({ delivery_id }, error) => webhooks.exhausted(delivery_id, error),
     },
     renew_certificate: certificateOrders.renewJob,
+    'certificate-expiring': createCertificateExpiryJob({ db, clock, installs, events }),
   };
   /** Due work (jobs/due.ts): the sweeper of workers, and the admin clock after a move. */
   // The 30-day sweep of events rides on the due-work sweeper (at most once a minute).

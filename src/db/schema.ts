@@ -221,6 +221,8 @@ export const certificates = pgTable(
     fingerprint: text('fingerprint').notNull(),
     not_before: timestamp('not_before', { withTimezone: true, mode: 'date' }).notNull(),
     not_after: timestamp('not_after', { withTimezone: true, mode: 'date' }).notNull(),
+    /** Issue 22: when `certificate.expiring` was written (once per certificate). */
+    expiry_warned_at: timestamp('expiry_warned_at', { withTimezone: true, mode: 'date' }),
     created_at: createdAt(),
   },
   (t) => [index('certificates_install_id_created_idx').on(t.install_id, t.created_at, t.id)],
@@ -848,6 +850,17 @@ export const webhookEndpoints = pgTable(
 );
 
 export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+/**
+ * Why an attempt failed: the URL was refused (SSRF guard), its name did not resolve, the connection
+ * failed, the attempt timed out, or the answer was not a 2xx (a 3xx included: no redirects).
+ */
+export const WEBHOOK_ATTEMPT_ERROR_KINDS = [
+  'refused',
+  'dns',
+  'connection',
+  'timeout',
+  'http_status',
+] as const;
 
 /**
  * One event for one endpoint. `lane` is what deliveries are ordered within (the install, or the
@@ -886,6 +899,28 @@ export const webhookDeliveries = pgTable(
   ],
 );
 
+/**
+ * Issue 22: the delivery log, one row per HTTP attempt of a delivery (its number counts on across
+ * redeliveries). Deleted with its delivery (the 30-day sweep, the endpoint's deletion).
+ */
+export const webhookAttempts = pgTable(
+  'webhook_attempts',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    delivery_id: uuid('delivery_id')
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    attempt: integer('attempt').notNull(),
+    started_at: at('started_at').notNull(),
+    status_code: integer('status_code'),
+    error_kind: text('error_kind').$type<(typeof WEBHOOK_ATTEMPT_ERROR_KINDS)[number]>(),
+    error: text('error'),
+    latency_ms: integer('latency_ms').notNull(),
+    response_excerpt: text('response_excerpt'),
+  },
+  (t) => [uniqueIndex('webhook_attempts_delivery_attempt_key').on(t.delivery_id, t.attempt)],
+);
+
 export const schema = {
   accounts,
   users,
@@ -922,6 +957,7 @@ export const schema = {
   events,
   webhookEndpoints,
   webhookDeliveries,
+  webhookAttempts,
   apiCredentials,
   auditEvents,
 };

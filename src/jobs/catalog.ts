@@ -105,6 +105,20 @@ export const JOBS = {
     policy: 'short',
     singletonKey: (payload: { order_id: string }) => payload.order_id,
   },
+  /**
+   * Issue 22: a certificate entering its expiry warning window (14 days before not_after) writes
+   * `certificate.expiring`. Due work made when the certificate is stored; once per certificate.
+   */
+  'certificate-expiring': {
+    payload: Type.Object({ certificate_id: Type.String({ format: 'uuid' }) }),
+    retryLimit: 3,
+    retryDelaySeconds: 30,
+    retryBackoff: true,
+    expireInSeconds: 60,
+    concurrency: 2,
+    policy: 'short',
+    singletonKey: (payload: { certificate_id: string }) => payload.certificate_id,
+  },
   /** T9-T11: in_progress, the driver's move_site, then the move in one transaction. */
   transfer_site: operationStep,
   /**

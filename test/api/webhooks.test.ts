@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { eq } from 'drizzle-orm';
-import { mailOutbox } from '../../src/db/schema.js';
+import { mailOutbox, webhookAttempts, webhookDeliveries } from '../../src/db/schema.js';
 import { TEST_DB } from '../support/databases.js';
 import { factories, type Member } from '../support/factories.js';
 import { ADMIN_TOKEN, buildTestApp, clientFor, type Json, SECRET_KEY, startApp } from '../support/harness.js';
@@ -233,6 +233,91 @@ describe('signed deliveries (issue 22)', () => {
     }
   });
 
+  it('delivery log (issue 22): a receiver failing twice then answering shows 3 attempts in order with status, error kind, latency and excerpt, never a secret; user.invited is delivered like every event', async () => {
+    const w = await f.world();
+    const receiver = await startReceiver({ failFirst: 2 });
+    after(() => receiver.close());
+    const endpoint = await createEndpoint(w.owner, w.account.id, {
+      url: receiver.url,
+      event_types: ['user.invited'],
+    });
+    const email = `hook-${endpoint.id.slice(0, 8)}@example.test`;
+    const invited = await w.owner.client.post(`/v1/accounts/${w.account.id}/account_users`, {
+      user: { account_id: w.account.id, first_name: 'Ada', last_name: 'L', email, roles: 'full' },
+    });
+    assert.equal(invited.status, 201, JSON.stringify(invited.body));
+    await deliverUntil(() => receiver.accepted.size === 1);
+    const body = JSON.parse([...receiver.accepted.values()][0]?.body ?? '{}');
+    assert.equal(body.type, 'user.invited');
+    assert.equal(body.data.email, email);
+    const log = await w.owner.client.get(`${endpointsOf(w.account.id)}/${endpoint.id}/deliveries`);
+    assert.equal(log.status, 200);
+    assert.equal(log.body.count, 1);
+    const [d] = log.body.results;
+    assert.equal(d.status, 'delivered');
+    assert.equal(d.attempts, 3);
+    const attempts = d.attempt_log as Json[];
+    assert.deepEqual(
+      attempts.map((a) => [a.attempt, a.status_code, a.error_kind, a.error]),
+      [
+        [1, 500, 'http_status', 'HTTP 500'],
+        [2, 500, 'http_status', 'HTTP 500'],
+        [3, 200, null, null],
+      ],
+    );
+    // The receiver's 4000-byte failure bodies are cut to 1 KB; the success's body is kept whole.
+    assert.deepEqual(
+      attempts.map((a) => a.response_excerpt),
+      ['x'.repeat(1024), 'x'.repeat(1024), 'ok'],
+    );
+    for (const a of attempts) assert.ok(Number.isInteger(a.latency_ms) && a.latency_ms >= 0);
+    const started = attempts.map((a) => Date.parse(a.started_at));
+    assert.deepEqual(
+      started,
+      [...started].sort((a, b) => a - b),
+    );
+    assert.ok(started[0] !== undefined && started[0] < (started[2] ?? 0), 'retries start later');
+    const text = JSON.stringify(log.body);
+    assert.ok(!text.includes(endpoint.secret.slice(6)), 'no secret in the log');
+    assert.ok(!text.includes('v1,'), 'no signature in the log');
+  });
+
+  it('delivery log (issue 22): a refused connection is error_kind connection without a status; a delivery shows its latest 20 attempts', async () => {
+    const w = await f.world();
+    const closed = await startReceiver();
+    await closed.close();
+    // Only the ping is delivered (the world's provisioning events are not taken).
+    const endpoint = await createEndpoint(w.owner, w.account.id, {
+      url: closed.url,
+      event_types: ['site_report.sent'],
+    });
+    const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
+    const ping = await w.owner.client.post(`${one}/ping`);
+    assert.equal(ping.status, 202);
+    assert.deepEqual(ping.body.attempt_log, []);
+    await t.runJobs();
+    const first = (await w.owner.client.get(`${one}/deliveries`)).body.results[0];
+    assert.equal(first.status, 'pending');
+    assert.equal(first.attempt_log.length, 1);
+    const [attempt] = first.attempt_log;
+    assert.equal(attempt.attempt, 1);
+    assert.equal(attempt.status_code, null);
+    assert.equal(attempt.error_kind, 'connection');
+    assert.match(attempt.error, /ECONNREFUSED/);
+    assert.equal(attempt.response_excerpt, null);
+    for (let i = 0; i < 21; i++) {
+      const again = await w.owner.client.post(`${one}/deliveries/${ping.body.id}/redeliver`);
+      assert.equal(again.status, 202);
+      await t.runJobs();
+    }
+    const last = (await w.owner.client.get(`${one}/deliveries`)).body.results[0];
+    assert.equal(last.attempts, 22);
+    assert.deepEqual(
+      last.attempt_log.map((a: Json) => a.attempt),
+      Array.from({ length: 20 }, (_, i) => i + 3),
+    );
+  });
+
   it('deliveries go out in event order per install: a later event waits while an earlier one is retried', async () => {
     const w = await readyWorld(t, f);
     const receiver = await startReceiver({ failFirst: 2 });
@@ -425,5 +510,23 @@ describe('metrics (issue 22)', () => {
     assert.match(text, /hostplane_webhook_disabled_endpoints \d+/);
     const delivered = /hostplane_webhook_deliveries\{status="delivered"\} (\d+)/.exec(text);
     assert.ok(Number(delivered?.[1]) > 0, 'the deliveries of the tests above are counted');
+  });
+});
+
+// Last: it moves the clock 31 days.
+describe('retention (issue 22)', () => {
+  it('the 30-day sweep deletes finished deliveries with their attempts', async () => {
+    const before = await t.database.db.select({ id: webhookAttempts.id }).from(webhookAttempts);
+    assert.ok(before.length > 0, 'the tests above logged attempts');
+    t.clock.advance(31 * 24 * HOUR);
+    await t.app.services.events.sweep(true);
+    const left = await t.database.db
+      .select({ status: webhookDeliveries.status })
+      .from(webhookAttempts)
+      .innerJoin(webhookDeliveries, eq(webhookDeliveries.id, webhookAttempts.delivery_id));
+    assert.ok(
+      left.every((r) => r.status === 'pending'),
+      'only the attempts of still pending deliveries are left',
+    );
   });
 });

@@ -15503,7 +15503,36 @@ export interface operations {
                      *       "last_error": null,
                      *       "response_excerpt": "ok",
                      *       "delivered_at": "2026-11-26T01:00:50.000Z",
-                     *       "created_at": "2026-11-26T01:00:00.000Z"
+                     *       "created_at": "2026-11-26T01:00:00.000Z",
+                     *       "attempt_log": [
+                     *         {
+                     *           "attempt": 1,
+                     *           "started_at": "2026-11-26T01:00:00.000Z",
+                     *           "status_code": 500,
+                     *           "error_kind": "http_status",
+                     *           "error": "HTTP 500",
+                     *           "latency_ms": 35,
+                     *           "response_excerpt": "Internal Server Error"
+                     *         },
+                     *         {
+                     *           "attempt": 2,
+                     *           "started_at": "2026-11-26T01:00:05.000Z",
+                     *           "status_code": null,
+                     *           "error_kind": "timeout",
+                     *           "error": "timed out after 10000 ms",
+                     *           "latency_ms": 10000,
+                     *           "response_excerpt": null
+                     *         },
+                     *         {
+                     *           "attempt": 3,
+                     *           "started_at": "2026-11-26T01:00:50.000Z",
+                     *           "status_code": 200,
+                     *           "error_kind": null,
+                     *           "error": null,
+                     *           "latency_ms": 42,
+                     *           "response_excerpt": "ok"
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": {
@@ -15526,6 +15555,18 @@ export interface operations {
                         delivered_at: string | null;
                         /** Format: date-time */
                         created_at: string;
+                        /** @description The delivery log: its latest 20 attempts, oldest first (`attempts` counts them all). Kept with the delivery for 30 days */
+                        attempt_log: {
+                            /** @description The attempt number (counts on across redeliveries) */
+                            attempt: number;
+                            /** Format: date-time */
+                            started_at: string;
+                            status_code: number | null;
+                            error_kind: ("refused" | "dns" | "connection" | "timeout" | "http_status") | null;
+                            error: string | null;
+                            latency_ms: number;
+                            response_excerpt: string | null;
+                        }[];
                     };
                 };
             };
@@ -15713,6 +15754,18 @@ export interface operations {
                             delivered_at: string | null;
                             /** Format: date-time */
                             created_at: string;
+                            /** @description The delivery log: its latest 20 attempts, oldest first (`attempts` counts them all). Kept with the delivery for 30 days */
+                            attempt_log: {
+                                /** @description The attempt number (counts on across redeliveries) */
+                                attempt: number;
+                                /** Format: date-time */
+                                started_at: string;
+                                status_code: number | null;
+                                error_kind: ("refused" | "dns" | "connection" | "timeout" | "http_status") | null;
+                                error: string | null;
+                                latency_ms: number;
+                                response_excerpt: string | null;
+                            }[];
                         }[];
                     };
                 };
@@ -15849,7 +15902,36 @@ export interface operations {
                      *       "last_error": null,
                      *       "response_excerpt": "ok",
                      *       "delivered_at": "2026-11-26T01:00:50.000Z",
-                     *       "created_at": "2026-11-26T01:00:00.000Z"
+                     *       "created_at": "2026-11-26T01:00:00.000Z",
+                     *       "attempt_log": [
+                     *         {
+                     *           "attempt": 1,
+                     *           "started_at": "2026-11-26T01:00:00.000Z",
+                     *           "status_code": 500,
+                     *           "error_kind": "http_status",
+                     *           "error": "HTTP 500",
+                     *           "latency_ms": 35,
+                     *           "response_excerpt": "Internal Server Error"
+                     *         },
+                     *         {
+                     *           "attempt": 2,
+                     *           "started_at": "2026-11-26T01:00:05.000Z",
+                     *           "status_code": null,
+                     *           "error_kind": "timeout",
+                     *           "error": "timed out after 10000 ms",
+                     *           "latency_ms": 10000,
+                     *           "response_excerpt": null
+                     *         },
+                     *         {
+                     *           "attempt": 3,
+                     *           "started_at": "2026-11-26T01:00:50.000Z",
+                     *           "status_code": 200,
+                     *           "error_kind": null,
+                     *           "error": null,
+                     *           "latency_ms": 42,
+                     *           "response_excerpt": "ok"
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": {
@@ -15872,6 +15954,18 @@ export interface operations {
                         delivered_at: string | null;
                         /** Format: date-time */
                         created_at: string;
+                        /** @description The delivery log: its latest 20 attempts, oldest first (`attempts` counts them all). Kept with the delivery for 30 days */
+                        attempt_log: {
+                            /** @description The attempt number (counts on across redeliveries) */
+                            attempt: number;
+                            /** Format: date-time */
+                            started_at: string;
+                            status_code: number | null;
+                            error_kind: ("refused" | "dns" | "connection" | "timeout" | "http_status") | null;
+                            error: string | null;
+                            latency_ms: number;
+                            response_excerpt: string | null;
+                        }[];
                     };
                 };
             };

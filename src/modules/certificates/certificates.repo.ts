@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, isNull } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
 import { certificates } from '../../db/schema.js';
@@ -79,4 +79,25 @@ export function sealedKeys(tx: Db, afterId: string | null, limit: number) {
 
 export async function setSealedKey(tx: Db, id: string, sealed: string) {
   await tx.update(certificates).set({ private_key_sealed: sealed }).where(eq(certificates.id, id));
+}
+
+/**
+ * Issue 22: marks the certificate warned of its expiry, once: the row (with its install's account)
+ * when this call marked it, null when it is gone or was marked before.
+ */
+export async function markExpiryWarned(db: Db, id: string, now: Date) {
+  const [row] = await db
+    .update(certificates)
+    .set({ expiry_warned_at: now })
+    .where(and(eq(certificates.id, id), isNull(certificates.expiry_warned_at)))
+    .returning({
+      id: certificates.id,
+      install_id: certificates.install_id,
+      subject: certificates.subject,
+      issuer: certificates.issuer,
+      serial: certificates.serial,
+      fingerprint: certificates.fingerprint,
+      not_after: certificates.not_after,
+    });
+  return row ?? null;
 }

@@ -16,6 +16,7 @@ import {
   type ValidatedImport,
   validateImport,
 } from './certificate-chain.js';
+import { cancelExpiryWarnings, scheduleExpiryWarning } from './certificates.expiry.js';
 import * as repo from './certificates.repo.js';
 
 export interface CertificatesDeps {
@@ -94,7 +95,8 @@ export function createCertificatesService(deps: CertificatesDeps) {
       .filter((c) => c.domains.every((name) => cert.covered.includes(name)))
       .map((c) => c.id);
     await repo.deleteCertificates(tx, installId, replaced);
-    return repo.insertCertificate(tx, {
+    await cancelExpiryWarnings(tx, replaced);
+    const row = await repo.insertCertificate(tx, {
       id,
       install_id: installId,
       chain_pem: cert.chainPem,
@@ -106,6 +108,9 @@ export function createCertificatesService(deps: CertificatesDeps) {
       not_before: cert.notBefore,
       not_after: cert.notAfter,
     });
+    // Issue 22: `certificate.expiring` when it enters its warning window (certificates.expiry.ts).
+    await scheduleExpiryWarning(tx, row, clock.now());
+    return row;
   }
 
   return {

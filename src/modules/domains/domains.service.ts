@@ -5,6 +5,7 @@ import type { Db } from '../../db/client.js';
 import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors, type FieldError } from '../../errors.js';
+import type { EventRecorder } from '../events/events.service.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
 import type { RequestRouting } from '../routing/routing.service.js';
 import { VERIFICATION_VALUE_PREFIX, verificationRecordName } from './domain-name.js';
@@ -41,6 +42,8 @@ export interface DomainsDeps {
   ) => Promise<{ status: Map<string, SslStatus>; changesAt: number | null }>;
   /** Issue 21: every change of the install's domains is applied to the web server (routing module). */
   requestRouting: RequestRouting;
+  /** Issue 22: the events of verification answers (domains.verify.service.ts). */
+  events?: EventRecorder;
 }
 
 /** A domain row with what its record shows about the install: DNS targets and SSL status. */

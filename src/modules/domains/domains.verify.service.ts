@@ -2,6 +2,7 @@ import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { sqlState } from '../../db/errors.js';
 import { Errors } from '../../errors.js';
+import type { EventRecorder } from '../events/events.service.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
 import { txtRecordsMatch, verificationBase, verificationRecordName } from './domain-name.js';
 import * as repo from './domains.repo.js';
@@ -15,6 +16,8 @@ export interface VerificationDeps {
   resolver: TxtResolver;
   /** Runs `fn` in a transaction holding the install's lock. */
   locked: <T>(installId: string, fn: (tx: Db) => Promise<T>) => Promise<T>;
+  /** Issue 22: `domain.verified` and `domain.verification_failed`, in the transaction of the answer. */
+  events?: EventRecorder;
 }
 
 const verifiedElsewhere = (name: string) =>
@@ -30,7 +33,30 @@ const verifiedElsewhere = (name: string) =>
  * another value) leaves it pending. DNS failures are 503/502 and change nothing. The background
  * retry (7 days with back-off) belongs to the job engine and is not here yet.
  */
-export function createDomainVerification({ db, clock, installs, resolver, locked }: VerificationDeps) {
+export function createDomainVerification(deps: VerificationDeps) {
+  const { db, clock, installs, resolver, locked, events } = deps;
+
+  /** The event of a verification's answer, in `tx` (the domain row as it was before the answer). */
+  const recordAnswer = (
+    tx: Db,
+    install: InstallRow,
+    domain: repo.DomainRow,
+    type: 'domain.verified' | 'domain.verification_failed',
+    extra: Record<string, unknown>,
+  ) =>
+    events?.record(tx, {
+      account_id: install.account_id,
+      install_id: install.id,
+      type,
+      resource: { type: 'domain', id: domain.id },
+      data: {
+        domain_id: domain.id,
+        name: domain.name,
+        record_name: domain.txt_verification_key ?? verificationRecordName(domain.name),
+        ...extra,
+      },
+    });
+
   async function markVerified(install: InstallRow, domain: repo.DomainRow) {
     await locked(install.id, async (tx) => {
       const current = await repo.findDomain(tx, install.id, domain.id);
@@ -44,10 +70,28 @@ export function createDomainVerification({ db, clock, installs, resolver, locked
         txt_verification_key: null,
         txt_verification_value: null,
       });
+      await recordAnswer(tx, install, domain, 'domain.verified', {
+        verified_domain: verificationBase(domain.name),
+      });
       // D3: the name's records on other installs are duplicates now, and a duplicate is never primary.
       for (const other of await repo.demoteDuplicates(tx, domain.name, domain.id)) {
         await installs.setPrimaryDomain(tx, other, null);
       }
+    });
+  }
+
+  /**
+   * The lookup answered without the value: the domain stays pending and the failed check is an
+   * event (unless the domain was verified, deleted or re-made meanwhile).
+   */
+  async function markFailed(install: InstallRow, domain: repo.DomainRow, records: number) {
+    await locked(install.id, async (tx) => {
+      const current = await repo.findDomain(tx, install.id, domain.id);
+      if (!current) throw Errors.notFound();
+      if (current.txt_verification_value !== domain.txt_verification_value) return;
+      await recordAnswer(tx, install, domain, 'domain.verification_failed', {
+        reason: records === 0 ? 'no_txt_record' : 'value_mismatch',
+      });
     });
   }
 
@@ -60,7 +104,7 @@ export function createDomainVerification({ db, clock, installs, resolver, locked
     if (domain.duplicate) throw verifiedElsewhere(domain.name);
     // Outside any transaction: a DNS lookup can take seconds (style rule 5).
     const records = await lookupTxt(resolver, verificationRecordName(domain.name));
-    if (!txtRecordsMatch(records, value)) return;
+    if (!txtRecordsMatch(records, value)) return markFailed(install, domain, records.length);
     try {
       await markVerified(install, domain);
     } catch (err) {

@@ -46,7 +46,15 @@ export function refusedAddress(address: string): string | null {
   return blocked.check(address, 'ipv4') ? 'a loopback, private, link-local or reserved IPv4 address' : null;
 }
 
-export class TargetRefused extends Error {}
+export class TargetRefused extends Error {
+  /** `unresolved`: the name has no address; `address`: an address it resolves to is refused. */
+  constructor(
+    message: string,
+    readonly reason: 'unresolved' | 'address' = 'address',
+  ) {
+    super(message);
+  }
+}
 
 export interface ResolvedTarget {
   address: string;
@@ -66,10 +74,13 @@ export async function resolveTarget(hostname: string, allowPrivate: boolean): Pr
     try {
       addresses = await lookup(bare, { all: true, verbatim: true });
     } catch (err) {
-      throw new TargetRefused(`${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      throw new TargetRefused(
+        `${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        'unresolved',
+      );
     }
   }
-  if (addresses.length === 0) throw new TargetRefused(`${bare} does not resolve`);
+  if (addresses.length === 0) throw new TargetRefused(`${bare} does not resolve`, 'unresolved');
   if (!allowPrivate) {
     for (const a of addresses) {
       const why = refusedAddress(a.address);

@@ -1,7 +1,7 @@
-import { and, asc, desc, eq, gt, lt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, lt, lte, sql } from 'drizzle-orm';
 import { type Db, queryRows, type RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
-import { memberships, users, webhookDeliveries, webhookEndpoints } from '../../db/schema.js';
+import { memberships, users, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../../db/schema.js';
 
 const endpointProjection = {
   id: webhookEndpoints.id,
@@ -141,8 +141,15 @@ export async function findEndpointDelivery(db: Db, endpointId: string, id: strin
   return row ?? null;
 }
 
-/** The oldest pending delivery of the lane before `seq` (null: this one is next). */
-export async function earlierPending(db: Db, d: Pick<DeliveryRow, 'endpoint_id' | 'lane' | 'seq'>) {
+/**
+ * The oldest pending delivery of the lane before `seq` (`before`: null means this one is next) or
+ * after it (`after`: the one to queue when this one ends).
+ */
+export async function pendingInLane(
+  db: Db,
+  d: Pick<DeliveryRow, 'endpoint_id' | 'lane' | 'seq'>,
+  direction: 'before' | 'after',
+) {
   const [row] = await db
     .select({ id: webhookDeliveries.id })
     .from(webhookDeliveries)
@@ -151,25 +158,7 @@ export async function earlierPending(db: Db, d: Pick<DeliveryRow, 'endpoint_id' 
         eq(webhookDeliveries.endpoint_id, d.endpoint_id),
         eq(webhookDeliveries.lane, d.lane),
         eq(webhookDeliveries.status, 'pending'),
-        lt(webhookDeliveries.seq, d.seq),
-      ),
-    )
-    .orderBy(asc(webhookDeliveries.seq))
-    .limit(1);
-  return row ?? null;
-}
-
-/** The next pending delivery of the lane after `seq`. */
-export async function nextPending(db: Db, d: Pick<DeliveryRow, 'endpoint_id' | 'lane' | 'seq'>) {
-  const [row] = await db
-    .select({ id: webhookDeliveries.id })
-    .from(webhookDeliveries)
-    .where(
-      and(
-        eq(webhookDeliveries.endpoint_id, d.endpoint_id),
-        eq(webhookDeliveries.lane, d.lane),
-        eq(webhookDeliveries.status, 'pending'),
-        gt(webhookDeliveries.seq, d.seq),
+        (direction === 'before' ? lt : gt)(webhookDeliveries.seq, d.seq),
       ),
     )
     .orderBy(asc(webhookDeliveries.seq))
@@ -188,6 +177,63 @@ export async function updateDelivery(
     .where(eq(webhookDeliveries.id, id))
     .returning(deliveryProjection);
   return row ?? null;
+}
+
+const attemptProjection = {
+  delivery_id: webhookAttempts.delivery_id,
+  attempt: webhookAttempts.attempt,
+  started_at: webhookAttempts.started_at,
+  status_code: webhookAttempts.status_code,
+  error_kind: webhookAttempts.error_kind,
+  error: webhookAttempts.error,
+  latency_ms: webhookAttempts.latency_ms,
+  response_excerpt: webhookAttempts.response_excerpt,
+};
+export type AttemptRow = RowOf<typeof attemptProjection>;
+
+/**
+ * One attempt of a delivery, in the transaction that records it; attempts older than the latest
+ * `keep` of the delivery are deleted (a delivery redelivered again and again stays bounded).
+ */
+export async function insertAttempt(tx: Db, values: typeof webhookAttempts.$inferInsert, keep: number) {
+  await tx.insert(webhookAttempts).values(values).onConflictDoNothing();
+  await tx
+    .delete(webhookAttempts)
+    .where(
+      and(
+        eq(webhookAttempts.delivery_id, values.delivery_id),
+        lte(webhookAttempts.attempt, values.attempt - keep),
+      ),
+    );
+}
+
+/** The latest `limit` attempts of each delivery, oldest first per delivery. */
+export async function attemptsOf(db: Db, deliveryIds: string[], limit: number): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  const ranked = db
+    .select({
+      ...attemptProjection,
+      rank: sql<number>`row_number() over (partition by ${webhookAttempts.delivery_id} order by ${webhookAttempts.attempt} desc)`.as(
+        'rank',
+      ),
+    })
+    .from(webhookAttempts)
+    .where(inArray(webhookAttempts.delivery_id, deliveryIds))
+    .as('ranked');
+  return db
+    .select({
+      delivery_id: ranked.delivery_id,
+      attempt: ranked.attempt,
+      started_at: ranked.started_at,
+      status_code: ranked.status_code,
+      error_kind: ranked.error_kind,
+      error: ranked.error,
+      latency_ms: ranked.latency_ms,
+      response_excerpt: ranked.response_excerpt,
+    })
+    .from(ranked)
+    .where(lte(ranked.rank, limit))
+    .orderBy(asc(ranked.delivery_id), asc(ranked.attempt));
 }
 
 export function listDeliveries(db: Db, endpointId: string, page: Page) {

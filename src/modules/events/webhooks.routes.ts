@@ -15,7 +15,7 @@ import {
   WebhookEndpointSchema,
   WebhookEndpointWithSecret,
 } from './webhooks.schemas.js';
-import type { DeliveryRow, EndpointRow } from './webhooks.service.js';
+import type { AttemptRow, DeliveryWithAttempts, EndpointRow } from './webhooks.service.js';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
@@ -36,7 +36,19 @@ function toEndpoint(row: EndpointRow, now: Date) {
   };
 }
 
-function toDelivery(row: DeliveryRow) {
+function toAttempt(row: AttemptRow) {
+  return {
+    attempt: row.attempt,
+    started_at: row.started_at.toISOString(),
+    status_code: row.status_code,
+    error_kind: row.error_kind,
+    error: row.error,
+    latency_ms: row.latency_ms,
+    response_excerpt: row.response_excerpt,
+  };
+}
+
+function toDelivery(row: DeliveryWithAttempts) {
   return {
     id: row.id,
     event_id: row.event_id,
@@ -51,6 +63,7 @@ function toDelivery(row: DeliveryRow) {
     response_excerpt: row.last_response,
     delivered_at: iso(row.delivered_at),
     created_at: row.created_at.toISOString(),
+    attempt_log: row.attempt_log.map(toAttempt),
   };
 }
 

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { WEBHOOK_ATTEMPT_ERROR_KINDS } from '../../db/schema.js';
 import { Paginated } from '../../http/pagination.js';
 import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
 import { EventType } from './events.schemas.js';
@@ -96,6 +97,59 @@ export const WebhookDeliveryParams = Type.Object({
   delivery_id: Uuid(),
 });
 
+const EXAMPLE_ATTEMPTS = [
+  {
+    attempt: 1,
+    started_at: '2026-11-26T01:00:00.000Z',
+    status_code: 500,
+    error_kind: 'http_status',
+    error: 'HTTP 500',
+    latency_ms: 35,
+    response_excerpt: 'Internal Server Error',
+  },
+  {
+    attempt: 2,
+    started_at: '2026-11-26T01:00:05.000Z',
+    status_code: null,
+    error_kind: 'timeout',
+    error: 'timed out after 10000 ms',
+    latency_ms: 10000,
+    response_excerpt: null,
+  },
+  {
+    attempt: 3,
+    started_at: '2026-11-26T01:00:50.000Z',
+    status_code: 200,
+    error_kind: null,
+    error: null,
+    latency_ms: 42,
+    response_excerpt: 'ok',
+  },
+];
+
+export const WebhookAttemptSchema = Type.Object(
+  {
+    attempt: Type.Integer({ minimum: 1, description: 'The attempt number (counts on across redeliveries)' }),
+    started_at: DateTime(),
+    status_code: Nullable(
+      Type.Integer({ description: 'The HTTP status answered; null: no response (refused, DNS, timeout)' }),
+    ),
+    error_kind: Nullable(
+      Type.String({
+        enum: [...WEBHOOK_ATTEMPT_ERROR_KINDS],
+        description:
+          'null: delivered (2xx). refused: the URL resolves to a refused address; dns: it does not resolve; ' +
+          'connection: the connection failed; timeout: no answer within WEBHOOK_TIMEOUT_MS; http_status: ' +
+          'a status other than 2xx (redirects are not followed)',
+      }),
+    ),
+    error: Nullable(Type.String({ maxLength: 500 })),
+    latency_ms: Type.Integer({ minimum: 0 }),
+    response_excerpt: Nullable(Type.String({ description: 'At most 1 KB of the response body' })),
+  },
+  { examples: [EXAMPLE_ATTEMPTS[0]] },
+);
+
 const EXAMPLE_DELIVERY = {
   id: '4d5e6f7a-8b9c-4d0e-8f1a-2b3c4d5e6f7a',
   event_id: '0b9b3f1e-4a0c-4f57-9d0e-6c7a1f2d3e4f',
@@ -110,6 +164,7 @@ const EXAMPLE_DELIVERY = {
   response_excerpt: 'ok',
   delivered_at: '2026-11-26T01:00:50.000Z',
   created_at: '2026-11-26T01:00:00.000Z',
+  attempt_log: EXAMPLE_ATTEMPTS,
 };
 
 export const WebhookDeliverySchema = Type.Object(
@@ -127,6 +182,11 @@ export const WebhookDeliverySchema = Type.Object(
     response_excerpt: Nullable(Type.String({ description: 'At most 1 KB of the last response body' })),
     delivered_at: Nullable(DateTime()),
     created_at: DateTime(),
+    attempt_log: Type.Array(WebhookAttemptSchema, {
+      maxItems: 20,
+      description:
+        'The delivery log: its latest 20 attempts, oldest first (`attempts` counts them all). Kept with the delivery for 30 days',
+    }),
   },
   { examples: [EXAMPLE_DELIVERY] },
 );

@@ -13,6 +13,8 @@ export interface AttemptResult {
   /** Up to 1 KB of the response body (UTF-8, lossy). */
   excerpt: string | null;
   error: string | null;
+  /** Why no response came (null when one did: a non-2xx status is judged by the caller). */
+  errorKind: 'refused' | 'dns' | 'connection' | 'timeout' | null;
 }
 
 export interface SendOptions {
@@ -39,8 +41,15 @@ export async function postWebhook(
   try {
     target = await resolveTarget(url.hostname, allowPrivate);
   } catch (err) {
-    const message = err instanceof TargetRefused ? `refused: ${err.message}` : (err as Error).message;
-    return { status: null, latencyMs: elapsed(), excerpt: null, error: message };
+    const refused = err instanceof TargetRefused;
+    const message = refused ? `refused: ${err.message}` : (err as Error).message;
+    return {
+      status: null,
+      latencyMs: elapsed(),
+      excerpt: null,
+      error: message,
+      errorKind: refused && err.reason === 'address' ? 'refused' : 'dns',
+    };
   }
   const pinned: LookupFunction = (_host, options, callback) => {
     if ((options as { all?: boolean }).all)
@@ -80,6 +89,7 @@ export async function postWebhook(
             status: res.statusCode ?? null,
             excerpt: Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8'),
             error: null,
+            errorKind: null,
           });
         res.on('data', (chunk: Buffer) => {
           if (size >= RESPONSE_EXCERPT_BYTES) return;
@@ -92,10 +102,18 @@ export async function postWebhook(
       },
     );
     const timer = setTimeout(
-      () => finish({ status: null, excerpt: null, error: `timed out after ${timeoutMs} ms` }),
+      () =>
+        finish({
+          status: null,
+          excerpt: null,
+          error: `timed out after ${timeoutMs} ms`,
+          errorKind: 'timeout',
+        }),
       timeoutMs,
     );
-    req.on('error', (err) => finish({ status: null, excerpt: null, error: err.message }));
+    req.on('error', (err) =>
+      finish({ status: null, excerpt: null, error: err.message, errorKind: 'connection' }),
+    );
     req.end(body);
   });
 }

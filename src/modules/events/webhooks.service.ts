@@ -15,13 +15,36 @@ import { parseTargetUrl, resolveTarget, TargetRefused } from './url-guard.js';
 import * as repo from './webhooks.repo.js';
 import { type AttemptResult, postWebhook, RESPONSE_EXCERPT_BYTES } from './webhooks.send.js';
 
-export type { DeliveryRow, EndpointRow } from './webhooks.repo.js';
+export type { AttemptRow, DeliveryRow, EndpointRow } from './webhooks.repo.js';
 
 const HOUR_MS = 3_600_000;
 /** A delivery is retried for 3 days; an endpoint failing for 3 days is disabled. */
 export const GIVE_UP_MS = 72 * HOUR_MS;
 /** Both signatures are sent for 24 h after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * HOUR_MS;
+/** The delivery log: a delivery shows its latest 20 attempts and keeps its latest 50. */
+export const ATTEMPTS_SHOWN = 20;
+export const ATTEMPTS_KEPT = 50;
+/** An attempt's error message is kept to this many characters. */
+const ERROR_CHARS = 500;
+
+/** A delivery with its latest attempts, oldest first (the delivery log). */
+export type DeliveryWithAttempts = repo.DeliveryRow & { attempt_log: repo.AttemptRow[] };
+
+async function withAttempts(db: Db, rows: repo.DeliveryRow[]): Promise<DeliveryWithAttempts[]> {
+  const attempts = await repo.attemptsOf(
+    db,
+    rows.map((r) => r.id),
+    ATTEMPTS_SHOWN,
+  );
+  const byDelivery = new Map<string, repo.AttemptRow[]>();
+  for (const a of attempts) {
+    const list = byDelivery.get(a.delivery_id);
+    if (list) list.push(a);
+    else byDelivery.set(a.delivery_id, [a]);
+  }
+  return rows.map((r) => ({ ...r, attempt_log: byDelivery.get(r.id) ?? [] }));
+}
 
 /** Back-off after the `n`th failed attempt: 5 s, 15 s, 45 s, ... (x3) up to 8 h. */
 export function backoffMs(n: number): number {
@@ -111,11 +134,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
 
   /** In `tx`: the next pending delivery of the lane (if any) is queued now. */
   async function chain(tx: Db, d: repo.DeliveryRow) {
-    const next = await repo.nextPending(tx, d);
+    const next = await repo.pendingInLane(tx, d, 'after');
     if (next) await queue.enqueue(tx, 'webhook-deliver', { delivery_id: next.id });
   }
 
-  async function record(deliveryId: string, result: AttemptResult) {
+  async function record(deliveryId: string, startedAt: Date, result: AttemptResult) {
     const ok = result.status !== null && result.status >= 200 && result.status < 300;
     await withTransaction(db, async (tx) => {
       const d = await repo.findDelivery(tx, deliveryId, true);
@@ -127,9 +150,24 @@ export function createWebhooksService(deps: WebhooksDeps) {
         last_attempt_at: now,
         last_status_code: result.status,
         last_latency_ms: result.latencyMs,
-        last_error: ok ? null : (result.error ?? `HTTP ${result.status}`),
+        last_error: ok ? null : (result.error ?? `HTTP ${result.status}`).slice(0, ERROR_CHARS),
         last_response: result.excerpt?.slice(0, RESPONSE_EXCERPT_BYTES) ?? null,
       };
+      // The delivery log: this attempt, with the response excerpt and never the request's headers.
+      await repo.insertAttempt(
+        tx,
+        {
+          delivery_id: d.id,
+          attempt: attempt.attempts,
+          started_at: startedAt,
+          status_code: result.status,
+          error_kind: ok ? null : (result.errorKind ?? 'http_status'),
+          error: attempt.last_error,
+          latency_ms: result.latencyMs,
+          response_excerpt: attempt.last_response,
+        },
+        ATTEMPTS_KEPT,
+      );
       if (ok) {
         const done = await repo.updateDelivery(tx, d.id, {
           ...attempt,
@@ -298,13 +336,15 @@ export function createWebhooksService(deps: WebhooksDeps) {
         await queue.enqueue(tx, 'webhook-deliver', { delivery_id: deliveryId });
         const row = await repo.findDelivery(tx, deliveryId);
         if (!row) throw new Error('ping delivery not found');
-        return row;
+        return { ...row, attempt_log: [] };
       });
     },
 
+    /** The delivery log: a page of deliveries, newest first, each with its latest attempts. */
     async deliveries(caller: Caller, accountId: string, id: string, page: Page) {
       await requireEndpoint(caller, accountId, id);
-      return repo.listDeliveries(db, id, page);
+      const { count, rows } = await repo.listDeliveries(db, id, page);
+      return { count, rows: await withAttempts(db, rows) };
     },
 
     /** Sends a delivery again (delivered, failed, or pending: now instead of at its next back-off). */
@@ -322,7 +362,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
           created_at: clock.now(),
         });
         await queue.enqueue(tx, 'webhook-deliver', { delivery_id: d.id });
-        return row ?? d;
+        const [shown] = await withAttempts(tx, [row ?? d]);
+        return shown ?? { ...d, attempt_log: [] };
       });
     },
 
@@ -335,10 +376,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
     async deliver(deliveryId: string) {
       const d = await repo.findDelivery(db, deliveryId);
       if (d?.status !== 'pending') return;
-      if (await repo.earlierPending(db, d)) return;
+      if (await repo.pendingInLane(db, d, 'before')) return;
       const endpoint = await repo.findEndpointById(db, d.endpoint_id);
       if (!endpoint) return abandon(d.id, 'The endpoint was deleted');
       if (!endpoint.enabled) return abandon(d.id, 'The endpoint is disabled');
+      const startedAt = clock.now();
       const at = wallClock();
       const headers = {
         'webhook-id': d.event_id,
@@ -349,7 +391,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
         timeoutMs,
         allowPrivate: allowPrivateTargets,
       });
-      await record(d.id, result);
+      await record(d.id, startedAt, result);
     },
 
     /** The job's retries are used up (the database failed every time): the delivery is given up. */

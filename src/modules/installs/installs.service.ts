@@ -6,6 +6,7 @@ import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
 import type { AccountsService } from '../accounts/accounts.service.js';
+import type { EventRecorder } from '../events/events.service.js';
 import { assertProvisioned } from '../operations/operations.service.js';
 import type { SitesService } from '../sites/sites.service.js';
 import * as repo from './installs.repo.js';
@@ -26,6 +27,8 @@ export interface InstallsDeps {
    * database, backups on the platform). Default: none.
    */
   startDeprovisioning?: (tx: Db, installId: string) => Promise<void>;
+  /** Issue 22: `install.deleted`, in the transaction that deletes the install. */
+  events?: EventRecorder;
 }
 
 /** Defaults of a new install's software (the hosting driver reports real ones). */
@@ -75,6 +78,7 @@ export function createInstallsService({
   installDomain,
   startProvisioning,
   startDeprovisioning,
+  events,
 }: InstallsDeps) {
   /** I4/I5: the target site must be in the account, and its environment slot free. */
   async function checkPlacement(
@@ -221,10 +225,22 @@ export function createInstallsService({
     },
 
     async remove(caller: Caller, installId: string) {
-      await find(caller, installId, 'installs:delete');
+      const install = await find(caller, installId, 'installs:delete');
       await withTransaction(db, async (tx) => {
         if (!(await repo.deleteInstall(tx, installId))) throw Errors.notFound();
         await startDeprovisioning?.(tx, installId);
+        await events?.record(tx, {
+          account_id: install.account_id,
+          install_id: install.id,
+          type: 'install.deleted',
+          resource: { type: 'install', id: install.id },
+          data: {
+            install_id: install.id,
+            name: install.name,
+            site_id: install.site_id,
+            environment: install.environment,
+          },
+        });
       });
     },
 

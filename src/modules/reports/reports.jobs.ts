@@ -5,6 +5,7 @@ import { withTransaction } from '../../db/transaction.js';
 import type { JobHandler } from '../../jobs/catalog.js';
 import { rescheduleAt } from '../../jobs/due.js';
 import type { Outbox } from '../../mail/outbox.js';
+import type { EventRecorder } from '../events/events.service.js';
 import { DEFAULT_TEMPLATE, type SectionName, templateByUuid } from './catalogue.js';
 import { renderReport } from './render.js';
 import type { MetricValues, ScheduleRow } from './reports.repo.js';
@@ -18,6 +19,8 @@ export interface ReportJobsDeps {
   outbox: Pick<Outbox, 'add'>;
   /** PUBLIC_URL: the report's link in the mail (none without it). */
   publicUrl: string | null;
+  /** Issue 22: `site_report.sent`, in the transaction that stores the report and queues its mail. */
+  events?: EventRecorder;
 }
 
 const DAY_MS = 86_400_000;
@@ -53,7 +56,7 @@ export function periodOf(frequency: Frequency, runAt: Date, lastEnd: Date | null
 }
 
 /** The site report job: a due schedule's report, stored and mailed once (report + outbox, one transaction). */
-export function createReportJobs({ db, clock, outbox, publicUrl }: ReportJobsDeps) {
+export function createReportJobs({ db, clock, outbox, publicUrl, events }: ReportJobsDeps) {
   async function build(schedule: ScheduleRow, site: { id: string; name: string }, now: Date) {
     const frequency = { unit: schedule.frequency_unit, value: schedule.frequency_value };
     const runAt = schedule.next_run_at;
@@ -122,6 +125,21 @@ export function createReportJobs({ db, clock, outbox, publicUrl }: ReportJobsDep
               html: doc.html,
             })),
           );
+          await events?.record(tx, {
+            account_id: site.account_id,
+            install_id: null,
+            type: 'site_report.sent',
+            resource: { type: 'site_report', id: reportId },
+            data: {
+              report_id: reportId,
+              site_id: site.id,
+              schedule_id,
+              title: schedule.title,
+              period_start: period.start.toISOString(),
+              period_end: period.end.toISOString(),
+              recipient_count: schedule.recipients.length,
+            },
+          });
         }
         // Runs missed while nothing ran are not caught up one by one: the next report covers them.
         const frequency = { unit: locked.frequency_unit, value: locked.frequency_value };

@@ -5,6 +5,7 @@ import type { Db } from '../../db/client.js';
 import type { Page } from '../../db/page.js';
 import { Errors } from '../../errors.js';
 import type { Outbox } from '../../mail/outbox.js';
+import type { EventRecorder } from '../events/events.service.js';
 import * as repo from './users.account-users.repo.js';
 import { createInvitationsService, type NewAccountUser } from './users.invitations.service.js';
 import { asRole, checkedScope, isPartial, managerRole, membershipChange, RANK } from './users.membership.js';
@@ -17,6 +18,8 @@ export interface AccountUsersDeps {
   clock: Clock;
   outbox: Pick<Outbox, 'add'>;
   authenticator: Pick<Authenticator, 'membershipsChanged' | 'invalidate'>;
+  /** Issue 22: `user.invited` and `user.removed`, in the transactions of the membership changes. */
+  events?: EventRecorder;
 }
 
 /**
@@ -108,6 +111,13 @@ export function createAccountUsersService(deps: AccountUsersDeps) {
         if (RANK[current] > RANK[own]) throw Errors.forbidden();
         await assertNotLastOwner(tx, accountId, current);
         await users.deleteMembership(tx, accountId, userId);
+        await deps.events?.record(tx, {
+          account_id: accountId,
+          install_id: null,
+          type: 'user.removed',
+          resource: { type: 'account_user', id: userId },
+          data: { user_id: userId, roles: current, removed_by: caller.userId },
+        });
       });
     },
 

@@ -10,6 +10,7 @@ import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { invitationMail } from '../../mail/templates/invitation.js';
+import type { EventRecorder } from '../events/events.service.js';
 import * as repo from './users.account-users.repo.js';
 import { asRole, checkedScope, managerRole, membershipChange, RANK } from './users.membership.js';
 import * as users from './users.repo.js';
@@ -33,10 +34,12 @@ export interface InvitationsDeps {
   clock: Clock;
   outbox: Pick<Outbox, 'add'>;
   authenticator: Pick<Authenticator, 'membershipsChanged' | 'invalidate'>;
+  /** Issue 22: `user.invited` and `user.removed`, in the transactions of the membership changes. */
+  events?: EventRecorder;
 }
 
 /** Adding a member (createAccountUser, U1-U4) and accepting its invitation (acceptInvitation). */
-export function createInvitationsService({ db, clock, outbox, authenticator }: InvitationsDeps) {
+export function createInvitationsService({ db, clock, outbox, authenticator, events }: InvitationsDeps) {
   const changing = membershipChange(db, authenticator);
 
   return {
@@ -103,6 +106,20 @@ export function createInvitationsService({ db, clock, outbox, authenticator }: I
           await outbox.add(tx, [
             { operation_id: null, event: 'account_user.invited', to: user.email, sensitive: true, ...mail },
           ]);
+          await events?.record(tx, {
+            account_id: accountId,
+            install_id: null,
+            type: 'user.invited',
+            resource: { type: 'account_user', id: user.id },
+            data: {
+              user_id: user.id,
+              email: user.email,
+              roles,
+              install_ids: scope,
+              invited_by: caller.userId,
+              expires_at: expiresAt.toISOString(),
+            },
+          });
           return user.id;
         });
       } catch (err) {
