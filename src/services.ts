@@ -127,7 +127,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     startProvisioning,
     startDeprovisioning,
   });
-  const operations = createOperationsService({ db, clock, installs, outbox, queue, events });
+  const operations = createOperationsService({ db, clock, installs, outbox, queue, events, secretBox });
   const backups = createBackupsService({ db, clock, installs, operations, driver: hosting });
   const installCopy = createInstallCopyService({ db, installs, operations, driver: hosting });
   const usage = createUsageService({ db, clock, installs, operations, driver: hosting });

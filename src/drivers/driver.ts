@@ -106,6 +106,18 @@ export interface TrafficDay {
   total_bytes: number;
 }
 
+/**
+ * Issue 21: the WordPress administrator a driver made for the account owner at provisioning. The
+ * password is in clear: a caller stores it sealed only, and shows it once.
+ */
+export interface WordPressAdmin {
+  username: string;
+  /** `<site URL>/wp-login.php`. */
+  login_url: string;
+  /** Null once the driver has forgotten it (`forgetAdminPassword`: the caller stored it). */
+  password: string | null;
+}
+
 export interface HostingDriver {
   /** `simulated`, or the name of a real platform's driver. */
   readonly name: string;
@@ -114,7 +126,14 @@ export interface HostingDriver {
   provision(
     ctx: CallContext,
     install: InstallRef,
-  ): Promise<DriverResult<{ wp_version: string | null; php_version: string | null }>>;
+  ): Promise<
+    DriverResult<{ wp_version: string | null; php_version: string | null; wordpress_admin?: WordPressAdmin }>
+  >;
+  /**
+   * Issue 21: the caller has stored provisioning's administrator password (sealed, with its
+   * operation): the driver drops its own copy; later answers of the same call carry none. Optional.
+   */
+  forgetAdminPassword?(installId: string): Promise<void>;
   /** C2/C3: overwrite the destination with the source's files and/or database (all or some tables). */
   copy(
     ctx: CallContext,

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '../../db/client.js';
@@ -113,12 +113,16 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
   return {
     paths,
 
-    /** Serves an install (its database account made, its directories there). Safe to run again. */
+    /**
+     * Serves an install (its database account made, its directories there). Safe to run again.
+     * `adminPassword`: the owner's WordPress administrator's (null: a random one nobody is told).
+     */
     async provision(
       install: InstallRef,
       account: { db_name: string; db_user: string; password: string },
+      adminPassword: string | null,
       signal: AbortSignal,
-    ): Promise<{ php_version: string | null }> {
+    ): Promise<{ php_version: string | null; admin: { username: string; login_url: string } }> {
       const slug = installSlug(install.id);
       const user = systemUser(install.id);
       const dirs = pathsOf(ctx.hostingRoot, install.id);
@@ -152,13 +156,18 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
         title: facts?.title ?? install.name,
         adminEmail: facts?.email ?? 'owner@invalid.invalid',
         url: siteUrl(install),
+        adminUser: wordpress.ADMIN_USER,
+        adminPassword: adminPassword ?? randomBytes(18).toString('base64url'),
         signal,
       });
       await fpm.put({ slug, user, socket: socketOf(slug), dirs: [dirs.public, dirs.private], tmp }, signal);
       // The default name only: the install's domains and certificates follow (apply_routing).
       const { block } = await routingBlock(install, { default_name: cname, domains: [], certificates: [] });
       await nginx.put(block, signal);
-      return { php_version: await wordpress.phpVersion(signal) };
+      return {
+        php_version: await wordpress.phpVersion(signal),
+        admin: { username: wordpress.ADMIN_USER, login_url: `${siteUrl(install)}/wp-login.php` },
+      };
     },
 
     /**
