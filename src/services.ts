@@ -188,6 +188,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installs,
     driver: hosting,
     routeProvisioned: domains.routeProvisioned,
+    requestRouting,
   });
   const routingJob = createRoutingJob({
     installs,
@@ -197,7 +198,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     driver: hosting,
     installDomain,
   });
-  const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting });
+  const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting, requestRouting });
   const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock, db });
   const cacheJobs = createCacheJobs({ operations, driver: hosting });
   const reportJobs = createReportJobs({ db, clock, outbox, publicUrl: config.publicUrl });

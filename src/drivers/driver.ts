@@ -183,6 +183,12 @@ export interface HostingDriver {
     store: (installId: string, days: TrafficDay[]) => Promise<void>,
     now: Date,
   ): Promise<number>;
+  /**
+   * Issue 21: part of what routing sets lives in the install's content (the local driver's WordPress
+   * `home` and `siteurl`, in its database), so a copy into an install or a restore of it is followed
+   * by the install's apply_routing. Absent: routing is the platform's alone.
+   */
+  readonly routingInContent?: boolean;
   /** Releases what the driver holds open (connections); optional. */
   close?(): Promise<void>;
   /** listArchives: the downloadable export of a completed backup, served by its signed download link. */

@@ -93,9 +93,10 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       challenges: dirs.challenges,
       redirects: [...byTarget].map(([target, names]) => ({ target, names })),
       tls,
+      url: urlOf(primary?.name ?? defaultName),
     };
     const names = [...served, ...domains.filter((d) => d.redirect_to !== null).map((d) => d.name)];
-    return { block, names, wanted, url: urlOf(primary?.name ?? defaultName) };
+    return { block, names, wanted, url: block.url as string };
   }
 
   /** Certificates no server block names any more (replaced, or their domains gone). */
@@ -224,17 +225,23 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
 
     /**
      * C1-C4: a copy's tables, loaded into `database` (the destination's staging one), get the
-     * destination's URLs wherever they hold the source's (serialized values included).
+     * destination's site URL (its primary's, as its routing last set it) wherever they hold one of
+     * the source's host names (its default name and every domain its routing serves, serialized
+     * values included).
      */
-    rewriteUrls: (source: InstallRef, destination: InstallRef, database: string, signal: AbortSignal) =>
-      searchReplace({
+    async rewriteUrls(source: InstallRef, destination: InstallRef, database: string, signal: AbortSignal) {
+      const sourceNames = await nginx.servedNames(installSlug(source.id));
+      sourceNames.add(new URL(siteUrl(source)).hostname);
+      const url = (await nginx.siteUrlOf(installSlug(destination.id))) ?? siteUrl(destination);
+      return searchReplace({
         target: ctx.mariadb.target,
         database,
         prefix: TABLE_PREFIX,
-        pairs: urlPairs(siteUrl(source), siteUrl(destination)),
+        pairs: urlPairs([...sourceNames], { http: config.httpPort, https: config.httpsPort }, url),
         scriptPath: paths.searchReplace,
         signal,
-      }),
+      });
+    },
 
     /**
      * At `hostplane serve`/`worker` start: nginx (and PHP-FPM when it has pools) started when absent

@@ -29,6 +29,11 @@ export interface ServerBlock {
   redirects?: { names: string[]; target: string }[];
   /** Issue 21 (L1-L2): names served over HTTPS (SNI) with a certificate and key (file paths). */
   tls?: { names: string[]; certificate: string; key: string }[];
+  /**
+   * Issue 21: the site's URL (an origin) as routing set WordPress's home to, recorded in the file
+   * (a comment) so a copy into the install rewrites links to it (`siteUrlOf`).
+   */
+  url?: string;
 }
 
 /**
@@ -139,6 +144,9 @@ function serverHead(listen: string, names: string[], tls?: { certificate: string
 `;
 }
 
+/** The comment that records a server block's site URL. */
+const SITE_URL_MARK = '# site-url: ';
+
 /** An origin a redirect answers with: scheme, host name, optional port, nothing else. */
 function redirectTarget(target: string): string {
   const match = /^(https?):\/\/([^/:]+)(?::(\d{1,5}))?$/.exec(target);
@@ -169,7 +177,7 @@ export function serverBlock(
   const redirect = (head: string, target: string) =>
     `${head}${challenge}  location / {\n    return 301 ${redirectTarget(target)}$request_uri;\n  }\n}\n`;
   const parts = [
-    `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.\n${cacheZone(block.slug, paths.cache)}\n`,
+    `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.\n${block.url === undefined ? '' : `${SITE_URL_MARK}${redirectTarget(block.url)}\n`}${cacheZone(block.slug, paths.cache)}\n`,
     site(serverHead(http, block.names)),
     ...covered(block.names).map((t) => site(serverHead(https, t.names, t))),
   ];
@@ -305,6 +313,18 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
       for (const m of text.matchAll(/^\s*server_name\s+([^;]*);/gm))
         for (const n of (m[1] ?? '').split(/\s+/)) if (n) names.add(n);
       return names;
+    },
+
+    /** The site URL the install's live server block file records (null: none, or no file). */
+    async siteUrlOf(slug: string): Promise<string | null> {
+      const text = await fs.readFile(path.join(paths.sites, `${slug}.conf`), 'utf8').catch(() => '');
+      const line = text.split('\n').find((l) => l.startsWith(SITE_URL_MARK));
+      if (!line) return null;
+      try {
+        return redirectTarget(line.slice(SITE_URL_MARK.length).trim());
+      } catch {
+        return null;
+      }
     },
 
     /**

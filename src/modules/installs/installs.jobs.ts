@@ -20,6 +20,11 @@ export interface InstallJobsDeps {
    * pending) are routed (the routing module; nothing when it has none).
    */
   routeProvisioned?: (tx: Db, installId: string) => Promise<void>;
+  /**
+   * Issue 21: in the transaction that completes a copy, the destination's routing applied again when
+   * the driver keeps routing in the content (`routingInContent`: the copy brought the source's).
+   */
+  requestRouting?: (tx: Db, install: { id: string; account_id: string; status: string }) => Promise<void>;
 }
 
 export interface ProvisioningDeps {
@@ -82,7 +87,13 @@ function copyDetails(source: { id: string; name: string } | null, input: CopyInp
 }
 
 /** The provision_install and copy_install jobs (jobs/catalog.ts). Each step is safe to run twice. */
-export function createInstallJobs({ operations, installs, driver, routeProvisioned }: InstallJobsDeps) {
+export function createInstallJobs({
+  operations,
+  installs,
+  driver,
+  routeProvisioned,
+  requestRouting,
+}: InstallJobsDeps) {
   /** Issue 21: the driver drops its copy of the administrator's password once the operation holds it. */
   async function forgetAdminPassword(operationId: string) {
     const op = await operations.find(operationId);
@@ -158,6 +169,7 @@ export function createInstallJobs({ operations, installs, driver, routeProvision
         // C2: the destination now runs what was copied over.
         if (input.include_files)
           await installs.applySoftware(tx, destination.id, { wp_version: result.value.wp_version });
+        if (driver.routingInContent) await requestRouting?.(tx, destination);
         return { details: copyDetails(source, input) };
       });
     },
