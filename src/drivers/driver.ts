@@ -72,6 +72,11 @@ export interface RoutedDomain {
   primary: boolean;
   /** D5: the name of the domain this one answers 301 to (path kept), or null: it serves the site. */
   redirect_to: string | null;
+  /**
+   * D2 `secure_all_urls`: plain-HTTP requests for the name answer 301 to the same URL over HTTPS
+   * (ACME's HTTP-01 path excepted), once a certificate covering it is served.
+   */
+  secure_all_urls: boolean;
 }
 
 /** A certificate of an install (L1-L2, or an order's), with its key in clear: never stored by a caller. */

@@ -416,6 +416,58 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     b = { ...s, name, serial };
   });
 
+  it('D2 issue 21: secure_all_urls on a domain with a served certificate answers its plain-HTTP requests with a 301 to the same URL over HTTPS (ACME challenges excepted); false serves HTTP again; without a certificate HTTP serves', async () => {
+    assert.ok(b, 'runs after the certificate test');
+    const { w, cname, name } = b;
+    const client = w.owner.client;
+    const list = await client.get(`/v1/installs/${w.install.id}/domains`);
+    const domain = (list.body.results as Json[]).find((d) => d.name === name);
+    assert.ok(domain, JSON.stringify(list.body));
+    // Another domain, no certificate covers it.
+    const bare = await addDomain(client, w.install.id, uniqueDomain('bare'));
+    await t.runJobs();
+    const setSecure = async (id: string, on: boolean) => {
+      const before = await routingOps(client, w.install.id);
+      const res = await client.patch(`/v1/installs/${w.install.id}/domains/${id}`, { secure_all_urls: on });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.secure_all_urls, on);
+      await t.runJobs();
+      assert.equal((await newRoutingOp(client, w.install.id, before)).status, 'completed');
+    };
+    await setSecure(domain.id, true);
+    await setSecure(bare.id, true);
+    const moved = await until(
+      () => get(port, name, '/2024/hello/?p=1&x=y'),
+      (r) => r?.status === 301,
+    );
+    assert.equal(moved?.status, 301, JSON.stringify(moved));
+    assert.equal(moved?.location, `https://${name}:${tlsPort}/2024/hello/?p=1&x=y`);
+    // HTTP-01 answers are not redirected (a renewal needs them over HTTP).
+    const token = 'tok_Secure-1';
+    await fs.writeFile(path.join(host.paths(w.install.id).dir, 'acme-challenge', token), 'secure.thumbprint');
+    const challenge = await get(port, name, `/.well-known/acme-challenge/${token}`);
+    assert.equal(challenge?.status, 200, JSON.stringify(challenge));
+    assert.equal(challenge?.body, 'secure.thumbprint');
+    // HTTPS serves the site; the default name and the domain no certificate covers still serve HTTP
+    // (a static file: WordPress itself would send a plain-HTTP page to home's port, the HTTPS one).
+    assert.equal((await getTls(tlsPort, name, pki.root.certPem))?.status, 200);
+    const asset = '/wp-includes/css/dist/block-library/style.min.css';
+    assert.equal((await get(port, cname, asset))?.status, 200);
+    assert.equal((await get(port, bare.name, asset))?.status, 200);
+    const upgraded = await get(port, name, asset);
+    assert.equal(upgraded?.status, 301);
+    assert.equal(upgraded?.location, `https://${name}:${tlsPort}${asset}`);
+
+    await setSecure(domain.id, false);
+    const served = await until(
+      () => get(port, name, asset),
+      (r) => r?.status === 200,
+    );
+    assert.equal(served?.status, 200, JSON.stringify(served).slice(0, 300));
+    const conf = await fs.readFile(path.join(web, 'sites', `${slugOf(w.install.id)}.conf`), 'utf8');
+    assert.equal(conf.includes('return 301 https://$host'), false);
+  });
+
   it('issue 21: deleting the install removes its server blocks (reloaded), certificates, pool, user, files and database: its names are no longer served', async () => {
     assert.ok(b, 'runs after the certificate test');
     const { w, cname, name } = b;

@@ -85,9 +85,12 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
     await fs.mkdir(dirs.challenges, { recursive: true });
     await fs.chmod(dirs.challenges, 0o755);
     const primary = domains.find((d) => d.primary && d.redirect_to === null);
+    // D2: secure_all_urls upgrades a served name's plain HTTP only once a certificate covers it.
+    const secure = domains.filter((d) => d.redirect_to === null && d.secure_all_urls && certOf.has(d.name));
     const block: ServerBlock = {
       slug,
       names: served.map(serverName),
+      secure: secure.map((d) => serverName(d.name)),
       documentRoot: dirs.public,
       socket: socketOf(slug),
       challenges: dirs.challenges,
