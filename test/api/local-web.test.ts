@@ -281,9 +281,11 @@ describe('local driver web tier (issue 21)', {
     assert.equal(admin.login_url, loginUrl);
     assert.match(String(admin.password), /^[A-Za-z0-9_-]{24}$/);
     assert.equal(admin.password, clear);
+    assert.equal(first.headers['cache-control'], 'private, no-store');
     // ... and erases it: later reads show who and where only.
     const second = await w.owner.client.get(opPath);
     assert.deepEqual(second.body.wordpress_admin, { username: 'admin', login_url: loginUrl });
+    assert.equal(second.headers['cache-control'], undefined);
     assert.equal(await sealedOf(), null);
     // Nowhere in the database in clear (operations, driver tasks, events, webhooks, audit, mail, jobs).
     assert.deepEqual(await tablesHolding(t.database.db, admin.password), []);

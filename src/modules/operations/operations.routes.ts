@@ -25,7 +25,15 @@ export function operationsRoutes({ config, services }: RouteContext): RoutesPlug
         },
         config: routeConfig,
       },
-      async (request) => services.operations.get(callerOf(request), request.params.operation_id),
+      async (request, reply) => {
+        const operation = await services.operations.get(callerOf(request), request.params.operation_id);
+        // Issue 21: a body showing a secret is kept by no cache, neither ours (read cache) nor the client's.
+        if (operation.wordpress_admin?.password !== undefined) {
+          request.readCache = null;
+          reply.header('cache-control', 'private, no-store');
+        }
+        return operation;
+      },
     );
 
     app.get(
