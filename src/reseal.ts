@@ -5,6 +5,7 @@ import { resealLocalSecrets } from './drivers/local/installs.js';
 import { resealSimulatedSecrets } from './drivers/simulated/driver.js';
 import { resealCertificateKeys } from './modules/certificates/certificates.service.js';
 import { resealWebhookSecrets } from './modules/events/webhooks.service.js';
+import { resealOperationSecrets } from './modules/operations/operations.service.js';
 import { createResealer } from './secrets.js';
 
 export interface ResealCounts {
@@ -17,7 +18,8 @@ export interface ResealCounts {
 /**
  * `hostplane reseal` (key rotation, docs/operations.md): every value sealed with the secret key
  * (certificate private keys, the simulated driver's CA and issued keys, the local driver's database
- * passwords) is opened with `oldKey` and
+ * and WordPress administrator passwords, webhook secrets, ACME keys, operations' secrets not shown
+ * yet) is opened with `oldKey` and
  * sealed again with `newKey`, in one transaction: all of it moves, or nothing does (a value that opens
  * under neither key aborts the run). Safe to rerun: values already under the new key are skipped.
  */
@@ -34,7 +36,8 @@ export async function resealSecrets(
     const local = await resealLocalSecrets(tx, reseal);
     const webhooks = await resealWebhookSecrets(tx, reseal);
     const acme = await resealAcmeKeys(tx, reseal);
-    const parts = [certificates, simulated, local, webhooks, acme];
+    const operations = await resealOperationSecrets(tx, reseal);
+    const parts = [certificates, simulated, local, webhooks, acme, operations];
     return {
       resealed: parts.reduce((n, p) => n + p.resealed, 0),
       current: parts.reduce((n, p) => n + p.current, 0),

@@ -129,7 +129,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     startDeprovisioning,
     events,
   });
-  const operations = createOperationsService({ db, clock, installs, outbox, queue, events });
+  const operations = createOperationsService({ db, clock, installs, outbox, queue, events, secretBox });
   const backups = createBackupsService({ db, clock, installs, operations, driver: hosting });
   const installCopy = createInstallCopyService({ db, installs, operations, driver: hosting });
   const usage = createUsageService({ db, clock, installs, operations, driver: hosting });
@@ -191,6 +191,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installs,
     driver: hosting,
     routeProvisioned: domains.routeProvisioned,
+    requestRouting,
   });
   const routingJob = createRoutingJob({
     installs,
@@ -200,7 +201,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     driver: hosting,
     installDomain,
   });
-  const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting });
+  const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting, requestRouting });
   const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock, db });
   const cacheJobs = createCacheJobs({ operations, driver: hosting });
   const reportJobs = createReportJobs({

@@ -251,6 +251,16 @@ export const operations = pgTable(
     input: jsonb('input').notNull().default({}),
     state: jsonb('state').notNull().default({}),
     error: text('error'),
+    /**
+     * Issue 21: what the finished work gave the caller (operation-types.ts RESULT): provisioning's
+     * WordPress administrator (username, login URL). Null: nothing.
+     */
+    result: jsonb('result'),
+    /**
+     * Issue 21: a secret of the result shown once (provisioning's administrator password), sealed with
+     * the secret box (context `operation-secret:<id>`); erased when the owner has read it.
+     */
+    secret_sealed: text('secret_sealed'),
     expected_at: at('expected_at'),
     created_at: createdAt(),
     started_at: at('started_at'),
@@ -680,6 +690,11 @@ export const localInstalls = pgTable('local_installs', {
   db_name: text('db_name').notNull(),
   db_user: text('db_user').notNull(),
   password_sealed: text('password_sealed').notNull(),
+  /**
+   * Issue 21: the WordPress administrator's password (sealed, context `local-wp-admin:<id>`), kept
+   * only until the provisioning job has stored it with its operation (`forgetAdminPassword`).
+   */
+  admin_password_sealed: text('admin_password_sealed'),
   created_at: createdAt(),
 });
 

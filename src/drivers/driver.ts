@@ -72,6 +72,11 @@ export interface RoutedDomain {
   primary: boolean;
   /** D5: the name of the domain this one answers 301 to (path kept), or null: it serves the site. */
   redirect_to: string | null;
+  /**
+   * D2 `secure_all_urls`: plain-HTTP requests for the name answer 301 to the same URL over HTTPS
+   * (ACME's HTTP-01 path excepted), once a certificate covering it is served.
+   */
+  secure_all_urls: boolean;
 }
 
 /** A certificate of an install (L1-L2, or an order's), with its key in clear: never stored by a caller. */
@@ -106,6 +111,18 @@ export interface TrafficDay {
   total_bytes: number;
 }
 
+/**
+ * Issue 21: the WordPress administrator a driver made for the account owner at provisioning. The
+ * password is in clear: a caller stores it sealed only, and shows it once.
+ */
+export interface WordPressAdmin {
+  username: string;
+  /** `<site URL>/wp-login.php`. */
+  login_url: string;
+  /** Null once the driver has forgotten it (`forgetAdminPassword`: the caller stored it). */
+  password: string | null;
+}
+
 export interface HostingDriver {
   /** `simulated`, or the name of a real platform's driver. */
   readonly name: string;
@@ -114,7 +131,14 @@ export interface HostingDriver {
   provision(
     ctx: CallContext,
     install: InstallRef,
-  ): Promise<DriverResult<{ wp_version: string | null; php_version: string | null }>>;
+  ): Promise<
+    DriverResult<{ wp_version: string | null; php_version: string | null; wordpress_admin?: WordPressAdmin }>
+  >;
+  /**
+   * Issue 21: the caller has stored provisioning's administrator password (sealed, with its
+   * operation): the driver drops its own copy; later answers of the same call carry none. Optional.
+   */
+  forgetAdminPassword?(installId: string): Promise<void>;
   /** C2/C3: overwrite the destination with the source's files and/or database (all or some tables). */
   copy(
     ctx: CallContext,
@@ -164,6 +188,12 @@ export interface HostingDriver {
     store: (installId: string, days: TrafficDay[]) => Promise<void>,
     now: Date,
   ): Promise<number>;
+  /**
+   * Issue 21: part of what routing sets lives in the install's content (the local driver's WordPress
+   * `home` and `siteurl`, in its database), so a copy into an install or a restore of it is followed
+   * by the install's apply_routing. Absent: routing is the platform's alone.
+   */
+  readonly routingInContent?: boolean;
   /** Releases what the driver holds open (connections); optional. */
   close?(): Promise<void>;
   /** listArchives: the downloadable export of a completed backup, served by its signed download link. */

@@ -417,6 +417,58 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     b = { ...s, name, serial };
   });
 
+  it('D2 issue 21: secure_all_urls on a domain with a served certificate answers its plain-HTTP requests with a 301 to the same URL over HTTPS (ACME challenges excepted); false serves HTTP again; without a certificate HTTP serves', async () => {
+    assert.ok(b, 'runs after the certificate test');
+    const { w, cname, name } = b;
+    const client = w.owner.client;
+    const list = await client.get(`/v1/installs/${w.install.id}/domains`);
+    const domain = (list.body.results as Json[]).find((d) => d.name === name);
+    assert.ok(domain, JSON.stringify(list.body));
+    // Another domain, no certificate covers it.
+    const bare = await addDomain(client, w.install.id, uniqueDomain('bare'));
+    await t.runJobs();
+    const setSecure = async (id: string, on: boolean) => {
+      const before = await routingOps(client, w.install.id);
+      const res = await client.patch(`/v1/installs/${w.install.id}/domains/${id}`, { secure_all_urls: on });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.secure_all_urls, on);
+      await t.runJobs();
+      assert.equal((await newRoutingOp(client, w.install.id, before)).status, 'completed');
+    };
+    await setSecure(domain.id, true);
+    await setSecure(bare.id, true);
+    const moved = await until(
+      () => get(port, name, '/2024/hello/?p=1&x=y'),
+      (r) => r?.status === 301,
+    );
+    assert.equal(moved?.status, 301, JSON.stringify(moved));
+    assert.equal(moved?.location, `https://${name}:${tlsPort}/2024/hello/?p=1&x=y`);
+    // HTTP-01 answers are not redirected (a renewal needs them over HTTP).
+    const token = 'tok_Secure-1';
+    await fs.writeFile(path.join(host.paths(w.install.id).dir, 'acme-challenge', token), 'secure.thumbprint');
+    const challenge = await get(port, name, `/.well-known/acme-challenge/${token}`);
+    assert.equal(challenge?.status, 200, JSON.stringify(challenge));
+    assert.equal(challenge?.body, 'secure.thumbprint');
+    // HTTPS serves the site; the default name and the domain no certificate covers still serve HTTP
+    // (a static file: WordPress itself would send a plain-HTTP page to home's port, the HTTPS one).
+    assert.equal((await getTls(tlsPort, name, pki.root.certPem))?.status, 200);
+    const asset = '/wp-includes/css/dist/block-library/style.min.css';
+    assert.equal((await get(port, cname, asset))?.status, 200);
+    assert.equal((await get(port, bare.name, asset))?.status, 200);
+    const upgraded = await get(port, name, asset);
+    assert.equal(upgraded?.status, 301);
+    assert.equal(upgraded?.location, `https://${name}:${tlsPort}${asset}`);
+
+    await setSecure(domain.id, false);
+    const served = await until(
+      () => get(port, name, asset),
+      (r) => r?.status === 200,
+    );
+    assert.equal(served?.status, 200, JSON.stringify(served).slice(0, 300));
+    const conf = await fs.readFile(path.join(web, 'sites', `${slugOf(w.install.id)}.conf`), 'utf8');
+    assert.equal(conf.includes('return 301 https://$host'), false);
+  });
+
   it('issue 21: deleting the install removes its server blocks (reloaded), certificates, pool, user, files and database: its names are no longer served', async () => {
     assert.ok(b, 'runs after the certificate test');
     const { w, cname, name } = b;
@@ -443,5 +495,118 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     // Install A is still served.
     const { cname: other } = await installA();
     assert.equal((await get(port, other))?.status, 200);
+  });
+
+  /** A post in the install's database (content as given); answers its id. */
+  async function insertPost(installId: string, title: string, content: string): Promise<number> {
+    const [inserted] = (await host.admin.query(
+      `INSERT INTO \`${slugOf(installId)}\`.wp_posts (post_author, post_date, post_date_gmt, post_content, post_title,
+         post_excerpt, post_status, post_name, to_ping, pinged, post_modified, post_modified_gmt,
+         post_content_filtered, guid, post_type)
+       VALUES (1, NOW(), UTC_TIMESTAMP(), ?, ?, '', 'publish', 'routed-post', '', '', NOW(), UTC_TIMESTAMP(), '', '', 'post')`,
+      [content, title],
+    )) as unknown as [{ insertId: number }];
+    return inserted.insertId;
+  }
+
+  it("C1-C4 issue 21: a copy rewrites every host name of the source (default name, primary, redirecting domain) to the destination's primary URL (https: a certificate covers it), and the destination's routing is applied again after it", async () => {
+    const source = await served();
+    const client = source.w.owner.client;
+    const sourcePrimary = uniqueDomain('sp');
+    const sourceOld = uniqueDomain('so');
+    const primary = await addDomain(client, source.w.install.id, sourcePrimary, { primary: true });
+    await addDomain(client, source.w.install.id, sourceOld, { redirect_to: primary.id });
+    const destination = await f.install(client, source.w.account.id, source.w.site.id, 'staging');
+    seen.push(destination.id);
+    host.paths(destination.id);
+    await t.runJobs();
+    const destinationName = uniqueDomain('dp');
+    await addDomain(client, destination.id, destinationName, { primary: true });
+    const leaf = pki.leaf({ names: [destinationName] });
+    const imported = await client.post(`/v1/installs/${destination.id}/ssl_certificates/third_party`, {
+      certificate: b64(leaf.certPem + pki.intermediate.certPem),
+      private_key: b64(leaf.keyPem),
+    });
+    assert.equal(imported.status, 200, JSON.stringify(imported.body));
+    await t.runJobs();
+    const target = `https://${destinationName}:${tlsPort}`;
+    assert.equal((await siteUrls(destination.id)).home, target);
+
+    const title = `Routed copy ${source.w.install.id.slice(0, 8)}`;
+    const content = [
+      `<a href="${url(sourcePrimary)}/about/">primary</a>`,
+      `<a href="${url(sourceOld)}/old/">redirecting</a>`,
+      `<a href="https://${sourcePrimary}:${tlsPort}/secure/">secure</a>`,
+      `<img src="//${source.cname}:${port}/x.png">`,
+      // Not a host name of the source: a longer name, and another port.
+      `<a href="http://${sourcePrimary}.elsewhere.test/">other host</a>`,
+      `<a href="http://${sourcePrimary}:1/">other port</a>`,
+    ].join(' ');
+    const postId = await insertPost(source.w.install.id, title, content);
+    const before = await routingOps(client, destination.id);
+    const res = await client.post('/v1/install_copy', {
+      source_environment_id: source.w.install.id,
+      destination_environment_id: destination.id,
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    await t.runJobs();
+    const copy = await client.get(new URL(String(res.headers.location)).pathname);
+    assert.equal(copy.body.status, 'completed', JSON.stringify(copy.body));
+    // The destination's routing ran again after the copy (one apply_routing, completed).
+    assert.equal((await newRoutingOp(client, destination.id, before)).status, 'completed');
+
+    const rows = await host.rows(destination.id, 'wp_posts');
+    const copied = String(rows.find((r) => Number(r.ID) === postId)?.post_content);
+    assert.equal(
+      copied,
+      [
+        `<a href="${target}/about/">primary</a>`,
+        `<a href="${target}/old/">redirecting</a>`,
+        `<a href="${target}/secure/">secure</a>`,
+        `<img src="//${destinationName}:${tlsPort}/x.png">`,
+        `<a href="http://${sourcePrimary}.elsewhere.test/">other host</a>`,
+        `<a href="http://${sourcePrimary}:1/">other port</a>`,
+      ].join(' '),
+    );
+    assert.deepEqual(await siteUrls(destination.id), { home: target, siteurl: target });
+    // Served on the destination's primary over HTTPS, with its links.
+    const page = await until(
+      () => getTls(tlsPort, destinationName, pki.root.certPem, `/?p=${postId}`),
+      (r) => r?.status === 200 && r.body.includes(title),
+    );
+    assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 300));
+    assert.ok(page?.body.includes(`${target}/about/`));
+  });
+
+  it("R1-R3 issue 21: a restore of a backup made before the primary domain was added is routed again: WordPress's home follows the primary, not the backup's", async () => {
+    const s = await served();
+    const client = s.w.owner.client;
+    const made = await client.post(`/v1/installs/${s.w.install.id}/backups`, {
+      description: 'before the domain',
+      notification_emails: [],
+    });
+    assert.equal(made.status, 202, JSON.stringify(made.body));
+    await t.runJobs();
+    const name = uniqueDomain('rp');
+    await addDomain(client, s.w.install.id, name, { primary: true });
+    await t.runJobs();
+    assert.equal((await siteUrls(s.w.install.id)).home, url(name));
+    const before = await routingOps(client, s.w.install.id);
+    const res = await client.post(`/v1/installs/${s.w.install.id}/backups/${made.body.id}/restore`, {
+      notification_emails: [],
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    await t.runJobs();
+    const restore = await client.get(new URL(String(res.headers.location)).pathname);
+    assert.equal(restore.body.status, 'completed', JSON.stringify(restore.body));
+    assert.equal((await newRoutingOp(client, s.w.install.id, before)).status, 'completed');
+    // The backup held the default name's URL; routing gave the primary back.
+    assert.deepEqual(await siteUrls(s.w.install.id), { home: url(name), siteurl: url(name) });
+    const page = await until(
+      () => get(port, name),
+      (r) => r?.status === 200 && /Hello world!/.test(r.body),
+    );
+    assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 300));
+    assert.ok(page?.body.includes(`${url(name)}/`), 'links use the primary domain');
   });
 });

@@ -7,6 +7,10 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { queryRows } from '../../src/db/client.js';
+import { resealSecrets } from '../../src/reseal.js';
+import { createSecretBox } from '../../src/secrets.js';
 import { TEST_DB } from '../support/databases.js';
 import { factories } from '../support/factories.js';
 import { ADMIN_TOKEN, buildTestApp, type Json, SECRET_KEY } from '../support/harness.js';
@@ -65,6 +69,74 @@ function get(
     req.on('timeout', () => req.destroy());
     req.end();
   });
+}
+
+/** POST a form to nginx with the install's host name: status and headers (the body is drained). */
+function postForm(
+  port: number,
+  host: string,
+  urlPath: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders } | null> {
+  const body = new URLSearchParams(form).toString();
+  return new Promise((resolve) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: urlPath,
+        method: 'POST',
+        headers: {
+          ...headers,
+          host: `${host}:${port}`,
+          'content-type': 'application/x-www-form-urlencoded',
+          'content-length': String(Buffer.byteLength(body)),
+        },
+        timeout: 30_000,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+      },
+    );
+    req.on('error', () => resolve(null));
+    req.on('timeout', () => req.destroy());
+    req.end(body);
+  });
+}
+
+/** Logs into WordPress (wp-login.php, its test cookie sent): whether it set the logged-in cookie. */
+async function logsIn(port: number, host: string, username: string, password: string) {
+  const res = await postForm(
+    port,
+    host,
+    '/wp-login.php',
+    { log: username, pwd: password, 'wp-submit': 'Log In', testcookie: '1' },
+    { cookie: 'wordpress_test_cookie=WP%20Cookie%20check' },
+  );
+  assert.ok(res, 'wp-login.php answered');
+  const cookies = res.headers['set-cookie'] ?? [];
+  return cookies.some((c) => c.startsWith('wordpress_logged_in_'));
+}
+
+/** The tables (every schema) whose rows, as text, contain `needle`. */
+async function tablesHolding(db: Parameters<typeof queryRows>[0], needle: string) {
+  const tables = await queryRows<{ schema: string; name: string }>(
+    db,
+    sql`select table_schema as schema, table_name as name from information_schema.tables
+        where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')`,
+  );
+  const holding: string[] = [];
+  for (const { schema, name } of tables) {
+    const [row] = await queryRows<{ n: number }>(
+      db,
+      sql`select count(*)::int as n from ${sql.identifier(schema)}.${sql.identifier(name)} as r
+          where position(${needle} in r::text) > 0`,
+    );
+    if ((row?.n ?? 0) > 0) holding.push(`${schema}.${name}`);
+  }
+  return holding;
 }
 
 /** Asks until `ok` holds (a reload's new workers take a moment), answering the last response. */
@@ -158,6 +230,71 @@ describe('local driver web tier (issue 21)', {
     assert.equal(existsSync(path.join(web, 'sites', `${slugOf(w.install.id)}.conf`)), false);
     assert.equal(existsSync(path.join(web, 'pools', `${slugOf(w.install.id)}.conf`)), false);
     assert.throws(() => execFileSync('id', ['-u', userOf(w.install.id)], { stdio: 'ignore' }));
+  });
+
+  it("issue 21: the owner's WordPress administrator: its password is shown once (the owner's first read of the provisioning), logs into WordPress, is sealed until then and never stored in clear", async () => {
+    const { w, cname } = await served();
+    const ops = await w.owner.client.get(`/v1/installs/${w.install.id}/operations`);
+    const listed = (ops.body.results as Json[]).find((o) => o.type === 'provision_install');
+    assert.equal(listed?.status, 'completed', JSON.stringify(ops.body));
+    const loginUrl = `http://${cname}:${port}/wp-login.php`;
+    // The list shows who and where, never the password (it does not spend the one showing).
+    assert.deepEqual(listed.wordpress_admin, { username: 'admin', login_url: loginUrl });
+    const opPath = `/v1/operations/${listed.id}`;
+
+    // A member who is not an owner reads it without the password, and does not spend it.
+    const full = await f.user([{ account_id: w.account.id, roles: 'full' }]);
+    const byFull = await full.client.get(opPath);
+    assert.equal(byFull.status, 200, JSON.stringify(byFull.body));
+    assert.deepEqual(byFull.body.wordpress_admin, { username: 'admin', login_url: loginUrl });
+
+    // Until shown it is sealed (with the operation), and `hostplane reseal` moves it to a new key.
+    const context = `operation-secret:${listed.id}`;
+    const sealedOf = async () =>
+      (
+        await queryRows<{ sealed: string | null }>(
+          t.database.db,
+          sql`select secret_sealed as sealed from operations where id = ${listed.id}`,
+        )
+      )[0]?.sealed ?? null;
+    const sealed = await sealedOf();
+    assert.ok(sealed, 'the password waits sealed');
+    const clear = createSecretBox(SECRET_KEY).open(sealed, context).toString('utf8');
+    const next = `rotated-${SECRET_KEY}`;
+    assert.ok((await resealSecrets(t.database, SECRET_KEY, next)).resealed >= 1);
+    const resealed = await sealedOf();
+    assert.ok(resealed);
+    assert.equal(createSecretBox(next).open(resealed, context).toString('utf8'), clear);
+    assert.throws(() => createSecretBox(SECRET_KEY).open(resealed, context));
+    await resealSecrets(t.database, next, SECRET_KEY);
+    // The driver kept its own sealed copy only until the operation held it.
+    const [local] = await queryRows<{ sealed: string | null }>(
+      t.database.db,
+      sql`select admin_password_sealed as sealed from local_installs where install_id = ${w.install.id}`,
+    );
+    assert.equal(local?.sealed, null);
+
+    // The owner's first read shows it...
+    const first = await w.owner.client.get(opPath);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const admin = first.body.wordpress_admin as Json;
+    assert.equal(admin.username, 'admin');
+    assert.equal(admin.login_url, loginUrl);
+    assert.match(String(admin.password), /^[A-Za-z0-9_-]{24}$/);
+    assert.equal(admin.password, clear);
+    assert.equal(first.headers['cache-control'], 'private, no-store');
+    // ... and erases it: later reads show who and where only.
+    const second = await w.owner.client.get(opPath);
+    assert.deepEqual(second.body.wordpress_admin, { username: 'admin', login_url: loginUrl });
+    assert.equal(second.headers['cache-control'], undefined);
+    assert.equal(await sealedOf(), null);
+    // Nowhere in the database in clear (operations, driver tasks, events, webhooks, audit, mail, jobs).
+    assert.deepEqual(await tablesHolding(t.database.db, admin.password), []);
+    assert.equal(JSON.stringify(t.jobLog).includes(admin.password), false);
+
+    // It is the administrator's password in WordPress: wp-login.php logs in with it, not with another.
+    assert.equal(await logsIn(port, cname, 'admin', `${admin.password}x`), false);
+    assert.equal(await logsIn(port, cname, 'admin', admin.password), true);
   });
 
   it('issue 21: a configuration that fails nginx -t fails the provisioning and the served site still answers', async () => {

@@ -359,7 +359,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An asynchronous operation (Hostplane extension) */
+        /**
+         * An asynchronous operation (Hostplane extension)
+         * @description A completed provisioning on a host that installs WordPress carries `wordpress_admin`: its password is shown once, to the first read by an owner of the account (not through a scoped credential), and erased by it; later reads show the username and login URL only.
+         */
         get: operations["getOperation"];
         put?: never;
         post?: never;
@@ -5717,6 +5720,14 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
+                        wordpress_admin?: {
+                            username: string;
+                            /** @description Shown once: in the first read of the completed operation by an owner, then erased */
+                            password?: string;
+                            /** Format: uri */
+                            login_url: string;
+                        };
                     };
                 };
             };
@@ -5919,6 +5930,14 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
+                        wordpress_admin?: {
+                            username: string;
+                            /** @description Shown once: in the first read of the completed operation by an owner, then erased */
+                            password?: string;
+                            /** Format: uri */
+                            login_url: string;
+                        };
                     };
                 };
             };
@@ -6049,6 +6068,14 @@ export interface operations {
                             started_at: string | null;
                             completed_at: string | null;
                             error: string | null;
+                            /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
+                            wordpress_admin?: {
+                                username: string;
+                                /** @description Shown once: in the first read of the completed operation by an owner, then erased */
+                                password?: string;
+                                /** Format: uri */
+                                login_url: string;
+                            };
                         }[];
                     };
                 };
@@ -6200,6 +6227,14 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
+                        wordpress_admin?: {
+                            username: string;
+                            /** @description Shown once: in the first read of the completed operation by an owner, then erased */
+                            password?: string;
+                            /** Format: uri */
+                            login_url: string;
+                        };
                     };
                 };
             };
@@ -6905,6 +6940,14 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
+                        wordpress_admin?: {
+                            username: string;
+                            /** @description Shown once: in the first read of the completed operation by an owner, then erased */
+                            password?: string;
+                            /** Format: uri */
+                            login_url: string;
+                        };
                     };
                 };
             };
@@ -8607,6 +8650,14 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
+                        wordpress_admin?: {
+                            username: string;
+                            /** @description Shown once: in the first read of the completed operation by an owner, then erased */
+                            password?: string;
+                            /** Format: uri */
+                            login_url: string;
+                        };
                     };
                 };
             };

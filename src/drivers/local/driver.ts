@@ -106,6 +106,9 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
   return {
     name: 'local',
 
+    // Issue 21: a copy or restore brings the source's (or the backup's) home and siteurl with it.
+    routingInContent: ctx.web !== null,
+
     estimateSeconds: (operation: DriverOperation) => ESTIMATES[operation],
 
     ...installOperations(ctx),

@@ -16,6 +16,14 @@ import { databaseNames, pathsOf } from './names.js';
 
 /** What an install's database password is sealed for. */
 const passwordContext = (installId: string) => `local-install:${installId}`;
+/** What an install's WordPress administrator password is sealed for (issue 21). */
+const adminContext = (installId: string) => `local-wp-admin:${installId}`;
+
+/** Issue 21: the WordPress administrator's password while the driver keeps it (null: forgotten, or never made). */
+async function adminPasswordOf({ db, secretBox }: Pick<LocalContext, 'db' | 'secretBox'>, installId: string) {
+  const sealed = (await repo.findInstall(db, installId))?.admin_password_sealed;
+  return sealed ? secretBox.open(sealed, adminContext(installId)).toString('utf8') : null;
+}
 
 /** The install's database account, its password opened (null: not provisioned by this driver). */
 export async function accountOf(
@@ -28,33 +36,57 @@ export async function accountOf(
   return { db_name: row.db_name, db_user: row.db_user, password };
 }
 
-export function installOperations(ctx: LocalContext): Pick<HostingDriver, 'provision' | 'deprovision'> {
+export function installOperations(
+  ctx: LocalContext,
+): Pick<HostingDriver, 'provision' | 'deprovision' | 'forgetAdminPassword'> {
   const { db, mariadb, hostingRoot, once } = ctx;
+
+  /** The recorded part of provisioning (local_tasks): everything but the administrator's password. */
+  const provisionOnce = (call: CallContext, install: InstallRef) =>
+    once('provision', call, [install.id], async () => {
+      const paths = pathsOf(hostingRoot, install.id);
+      const n = databaseNames(install.id);
+      const password = Buffer.from(randomBytes(24).toString('base64url'));
+      // Issue 21: the owner's WordPress administrator (with the web tier): 24 base64url characters.
+      const adminPassword = ctx.web ? Buffer.from(randomBytes(18).toString('base64url')) : null;
+      // A first attempt's passwords are kept: the row is inserted once, then read back.
+      await repo.insertInstall(db, {
+        install_id: install.id,
+        db_name: n.db,
+        db_user: n.user,
+        password_sealed: ctx.secretBox.seal(password, passwordContext(install.id)),
+        admin_password_sealed: adminPassword && ctx.secretBox.seal(adminPassword, adminContext(install.id)),
+      });
+      const acc = await accountOf(ctx, install.id);
+      if (!acc) throw new Error('the install account vanished');
+      await mariadb.createAccount(n.db, n.user, acc.password);
+      await files.createInstallDirs(paths);
+      // Issue 21: WordPress installed and served (its PHP's version is the one that serves it).
+      const served = ctx.web
+        ? await ctx.web.provision(install, acc, await adminPasswordOf(ctx, install.id), call.signal)
+        : null;
+      return {
+        wp_version: await files.readWpVersion(paths.public),
+        php_version: served ? served.php_version : await files.readPhpVersion(paths.private),
+        ...(served && { wordpress_admin: served.admin }),
+      };
+    });
+
   return {
-    provision: (call: CallContext, install: InstallRef) =>
-      once('provision', call, [install.id], async () => {
-        const paths = pathsOf(hostingRoot, install.id);
-        const n = databaseNames(install.id);
-        const password = Buffer.from(randomBytes(24).toString('base64url'));
-        const sealed = ctx.secretBox.seal(password, passwordContext(install.id));
-        // A first attempt's password is kept: the row is inserted once, then read back.
-        await repo.insertInstall(db, {
-          install_id: install.id,
-          db_name: n.db,
-          db_user: n.user,
-          password_sealed: sealed,
-        });
-        const acc = await accountOf(ctx, install.id);
-        if (!acc) throw new Error('the install account vanished');
-        await mariadb.createAccount(n.db, n.user, acc.password);
-        await files.createInstallDirs(paths);
-        // Issue 21: WordPress installed and served (its PHP's version is the one that serves it).
-        const served = ctx.web ? await ctx.web.provision(install, acc, call.signal) : null;
-        return {
-          wp_version: await files.readWpVersion(paths.public),
-          php_version: served ? served.php_version : await files.readPhpVersion(paths.private),
-        };
-      }),
+    /**
+     * The administrator's password is added to the recorded answer while the driver keeps it (sealed,
+     * local_installs), so a repeated call answers the same one until the caller has stored it.
+     */
+    provision: async (call: CallContext, install: InstallRef) => {
+      const result = await provisionOnce(call, install);
+      if (!result.done) return result;
+      const { wordpress_admin: admin, ...versions } = result.value;
+      if (!admin) return { done: true, value: versions };
+      const password = await adminPasswordOf(ctx, install.id);
+      return { done: true, value: { ...versions, wordpress_admin: { ...admin, password } } };
+    },
+
+    forgetAdminPassword: (installId: string) => repo.clearAdminPassword(db, installId),
 
     deprovision: (call: CallContext, install: InstallRef) =>
       once('deprovision', call, [install.id], async () => {
@@ -78,7 +110,7 @@ export function installOperations(ctx: LocalContext): Pick<HostingDriver, 'provi
 
 /**
  * `hostplane reseal` (key rotation): the local driver's sealed values are the installs' database
- * passwords. Runs in the caller's transaction, whichever driver is configured (the table is empty
+ * passwords and the WordPress administrator passwords not handed on yet. Runs in the caller's transaction, whichever driver is configured (the table is empty
  * when the local driver was never used).
  */
 export async function resealLocalSecrets(tx: Db, reseal: Resealer) {
@@ -89,6 +121,15 @@ export async function resealLocalSecrets(tx: Db, reseal: Resealer) {
     if (next === null) current++;
     else {
       await repo.setPassword(tx, row.install_id, next);
+      resealed++;
+    }
+  }
+  for (const row of await repo.sealedAdminPasswords(tx)) {
+    if (row.sealed === null) continue;
+    const next = reseal(row.sealed, adminContext(row.install_id));
+    if (next === null) current++;
+    else {
+      await repo.setAdminPassword(tx, row.install_id, next);
       resealed++;
     }
   }

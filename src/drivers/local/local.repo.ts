@@ -1,4 +1,4 @@
-import { and, asc, count, eq } from 'drizzle-orm';
+import { and, asc, count, eq, isNotNull } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { installs, localInstalls, localTasks, memberships, sites, users } from '../../db/schema.js';
 
@@ -7,6 +7,8 @@ export interface LocalInstallRow {
   db_name: string;
   db_user: string;
   password_sealed: string;
+  /** Issue 21: the WordPress administrator's password, sealed; null once forgotten. */
+  admin_password_sealed?: string | null;
 }
 
 export async function findInstall(db: Db, installId: string): Promise<LocalInstallRow | null> {
@@ -16,6 +18,7 @@ export async function findInstall(db: Db, installId: string): Promise<LocalInsta
       db_name: localInstalls.db_name,
       db_user: localInstalls.db_user,
       password_sealed: localInstalls.password_sealed,
+      admin_password_sealed: localInstalls.admin_password_sealed,
     })
     .from(localInstalls)
     .where(eq(localInstalls.install_id, installId));
@@ -71,6 +74,29 @@ export async function setPassword(tx: Db, installId: string, sealed: string) {
   await tx
     .update(localInstalls)
     .set({ password_sealed: sealed })
+    .where(eq(localInstalls.install_id, installId));
+}
+
+/** Issue 21: the provisioning job stored the administrator's password: the driver's copy goes. */
+export async function clearAdminPassword(db: Db, installId: string) {
+  await db
+    .update(localInstalls)
+    .set({ admin_password_sealed: null })
+    .where(eq(localInstalls.install_id, installId));
+}
+
+/** `hostplane reseal`: every administrator password still kept (sealed). */
+export function sealedAdminPasswords(tx: Db) {
+  return tx
+    .select({ install_id: localInstalls.install_id, sealed: localInstalls.admin_password_sealed })
+    .from(localInstalls)
+    .where(isNotNull(localInstalls.admin_password_sealed));
+}
+
+export async function setAdminPassword(tx: Db, installId: string, sealed: string) {
+  await tx
+    .update(localInstalls)
+    .set({ admin_password_sealed: sealed })
     .where(eq(localInstalls.install_id, installId));
 }
 

@@ -21,34 +21,40 @@ $prefix = getenv('HP_PREFIX');
 $db = new mysqli(getenv('HP_DB_HOST'), getenv('HP_DB_USER'), getenv('HP_DB_PASSWORD'), getenv('HP_DB_NAME'), (int) getenv('HP_DB_PORT'));
 $db->set_charset('utf8mb4');
 $from = array_column($pairs, 0);
-$to = array_column($pairs, 1);
+// In order; a host name ends where no host-name character (nor a port) follows.
+$map = [];
+foreach ($pairs as $pair) {
+  $to = $pair[1];
+  $map['/' . preg_quote($pair[0], '/') . '(?![A-Za-z0-9_-]|\\.[A-Za-z0-9]|:[0-9])/'] = function () use ($to) { return $to; };
+}
 
-function hp_replace($value, $from, $to, &$changed) {
+function hp_replace($value, $map, &$changed) {
   if (is_string($value)) {
     if ($value !== 'b:0;') {
       $data = @unserialize($value, ['allowed_classes' => false]);
       if ($data !== false && !($data instanceof __PHP_Incomplete_Class)) {
         $inner = false;
-        $data = hp_walk($data, $from, $to, $inner);
+        $data = hp_walk($data, $map, $inner);
         if ($inner) { $changed = true; return serialize($data); }
         return $value;
       }
     }
-    $next = str_replace($from, $to, $value);
+    $next = preg_replace_callback_array($map, $value);
+    if ($next === null) throw new RuntimeException('replacement failed: ' . preg_last_error_msg());
     if ($next !== $value) $changed = true;
     return $next;
   }
   return $value;
 }
 
-function hp_walk($data, $from, $to, &$changed) {
-  if (is_string($data)) return hp_replace($data, $from, $to, $changed);
+function hp_walk($data, $map, &$changed) {
+  if (is_string($data)) return hp_replace($data, $map, $changed);
   if (is_array($data)) {
-    foreach ($data as $k => $v) $data[$k] = hp_walk($v, $from, $to, $changed);
+    foreach ($data as $k => $v) $data[$k] = hp_walk($v, $map, $changed);
     return $data;
   }
   if ($data instanceof stdClass) {
-    foreach (get_object_vars($data) as $k => $v) $data->$k = hp_walk($v, $from, $to, $changed);
+    foreach (get_object_vars($data) as $k => $v) $data->$k = hp_walk($v, $map, $changed);
     return $data;
   }
   return $data;
@@ -79,7 +85,7 @@ foreach ($tables as $row) {
     foreach ($text as $c) {
       if ($r[$c] === null) continue;
       $changed = false;
-      $next = hp_replace($r[$c], $from, $to, $changed);
+      $next = hp_replace($r[$c], $map, $changed);
       if ($changed) { $set[] = $quote($c) . ' = ?'; $values[] = $next; }
     }
     if (!$set) continue;
@@ -94,22 +100,52 @@ foreach ($tables as $row) {
 echo json_encode(['rows' => $total]), "\\n";
 `;
 
+/** HOSTING_HTTP_PORT and HOSTING_HTTPS_PORT: a source's links may carry either. */
+export interface SourcePorts {
+  http: number;
+  https: number;
+}
+
 /**
- * The pairs a copy replaces, from the source's site URL to the destination's (`http://host[:port]`):
- * with each scheme, scheme-relative (`//host`) and JSON-escaped (`\/\/host`, as block content holds it).
+ * The pairs a copy replaces (C1-C4, issue 21), in the order they apply: every host name of the source
+ * (its default name and its domains, redirecting ones included) to the destination's site URL (its
+ * primary's, `http(s)://host[:port]`). First the absolute forms, each scheme with its port and
+ * without one (`http://a.example:8080`, `https://a.example`), to the destination's URL with its
+ * scheme; then the scheme-relative ones (`//a.example[:port]`) to `//<destination host[:port]>`; each
+ * also JSON-escaped (`\/\/`, as block content stores it). A pair matches only where the host name
+ * ends (the script's look-ahead: `a.example` is not `a.example.org`, nor `a.example:9999`). A bare
+ * host name (without `//`) is never replaced.
  */
-export function urlPairs(sourceUrl: string, destinationUrl: string): [string, string][] {
-  const a = new URL(sourceUrl);
-  const b = new URL(destinationUrl);
-  const hosts: [string, string][] = [[a.host, b.host]];
-  // Without the port too (a link written for the default port).
-  if (a.host !== a.hostname) hosts.push([a.hostname, b.hostname]);
-  const pairs: [string, string][] = [];
-  for (const [x, y] of hosts) {
-    if (x === y) continue;
-    pairs.push([`//${x}`, `//${y}`], [`\\/\\/${x}`, `\\/\\/${y}`]);
+export function urlPairs(
+  sourceNames: string[],
+  ports: SourcePorts,
+  destinationUrl: string,
+): [string, string][] {
+  const to = new URL(destinationUrl);
+  const origin = `${to.protocol}//${to.host}`;
+  const withPort = (scheme: 'http' | 'https', name: string) => {
+    const port = ports[scheme];
+    return port === (scheme === 'http' ? 80 : 443) ? null : `${name}:${port}`;
+  };
+  const names = [...new Set(sourceNames.filter((n) => !n.startsWith('*.')))];
+  const absolute: [string, string][] = [];
+  const relative: [string, string][] = [];
+  for (const name of names) {
+    for (const scheme of ['http', 'https'] as const) {
+      const hosted = withPort(scheme, name);
+      if (hosted) absolute.push([`${scheme}://${hosted}`, origin]);
+    }
+    absolute.push([`http://${name}`, origin], [`https://${name}`, origin]);
+    for (const scheme of ['http', 'https'] as const) {
+      const hosted = withPort(scheme, name);
+      if (hosted) relative.push([`//${hosted}`, `//${to.host}`]);
+    }
+    relative.push([`//${name}`, `//${to.host}`]);
   }
-  return pairs;
+  const pairs = [...absolute, ...relative].filter(([a, b]) => a !== b);
+  const unique = pairs.filter(([a], i) => pairs.findIndex(([x]) => x === a) === i);
+  const json = unique.map(([a, b]): [string, string] => [a.replaceAll('/', '\\/'), b.replaceAll('/', '\\/')]);
+  return [...unique, ...json];
 }
 
 /** Runs the replacement over `database`'s tables whose names start with `prefix`; answers the rows changed. */

@@ -1,3 +1,4 @@
+import { Type } from 'typebox';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { type CallContext, DriverError, type DriverOperation, type DriverResult } from '../driver.js';
@@ -5,9 +6,20 @@ import { TASK_RESULTS, type TaskResult, taskResults } from '../task-results.js';
 import { createLimiter } from './limiter.js';
 import * as repo from './local.repo.js';
 
-/** What a local task records: the interface's answer for its kind (task-results.ts). */
-type LocalResult<K extends DriverOperation> = TaskResult<typeof TASK_RESULTS, K>;
-const resultOf = taskResults('local', TASK_RESULTS);
+/**
+ * What a local task records: the interface's answer for its kind (task-results.ts), but provisioning
+ * records its WordPress administrator without the password (issue 21: kept sealed in local_installs
+ * until the caller has stored it, installs.ts).
+ */
+const LOCAL_TASK_RESULTS = {
+  ...TASK_RESULTS,
+  provision: Type.Object({
+    ...TASK_RESULTS.provision.properties,
+    wordpress_admin: Type.Optional(Type.Object({ username: Type.String(), login_url: Type.String() })),
+  }),
+};
+type LocalResult<K extends DriverOperation> = TaskResult<typeof LOCAL_TASK_RESULTS, K>;
+const resultOf = taskResults('local', LOCAL_TASK_RESULTS);
 
 /**
  * Runs a keyed call's work once (decisions.md #51): finished work is recorded per key (local_tasks)

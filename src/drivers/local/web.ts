@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '../../db/client.js';
@@ -85,17 +85,21 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
     await fs.mkdir(dirs.challenges, { recursive: true });
     await fs.chmod(dirs.challenges, 0o755);
     const primary = domains.find((d) => d.primary && d.redirect_to === null);
+    // D2: secure_all_urls upgrades a served name's plain HTTP only once a certificate covers it.
+    const secure = domains.filter((d) => d.redirect_to === null && d.secure_all_urls && certOf.has(d.name));
     const block: ServerBlock = {
       slug,
       names: served.map(serverName),
+      secure: secure.map((d) => serverName(d.name)),
       documentRoot: dirs.public,
       socket: socketOf(slug),
       challenges: dirs.challenges,
       redirects: [...byTarget].map(([target, names]) => ({ target, names })),
       tls,
+      url: urlOf(primary?.name ?? defaultName),
     };
     const names = [...served, ...domains.filter((d) => d.redirect_to !== null).map((d) => d.name)];
-    return { block, names, wanted, url: urlOf(primary?.name ?? defaultName) };
+    return { block, names, wanted, url: block.url as string };
   }
 
   /** Certificates no server block names any more (replaced, or their domains gone). */
@@ -113,12 +117,16 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
   return {
     paths,
 
-    /** Serves an install (its database account made, its directories there). Safe to run again. */
+    /**
+     * Serves an install (its database account made, its directories there). Safe to run again.
+     * `adminPassword`: the owner's WordPress administrator's (null: a random one nobody is told).
+     */
     async provision(
       install: InstallRef,
       account: { db_name: string; db_user: string; password: string },
+      adminPassword: string | null,
       signal: AbortSignal,
-    ): Promise<{ php_version: string | null }> {
+    ): Promise<{ php_version: string | null; admin: { username: string; login_url: string } }> {
       const slug = installSlug(install.id);
       const user = systemUser(install.id);
       const dirs = pathsOf(ctx.hostingRoot, install.id);
@@ -152,13 +160,18 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
         title: facts?.title ?? install.name,
         adminEmail: facts?.email ?? 'owner@invalid.invalid',
         url: siteUrl(install),
+        adminUser: wordpress.ADMIN_USER,
+        adminPassword: adminPassword ?? randomBytes(18).toString('base64url'),
         signal,
       });
       await fpm.put({ slug, user, socket: socketOf(slug), dirs: [dirs.public, dirs.private], tmp }, signal);
       // The default name only: the install's domains and certificates follow (apply_routing).
       const { block } = await routingBlock(install, { default_name: cname, domains: [], certificates: [] });
       await nginx.put(block, signal);
-      return { php_version: await wordpress.phpVersion(signal) };
+      return {
+        php_version: await wordpress.phpVersion(signal),
+        admin: { username: wordpress.ADMIN_USER, login_url: `${siteUrl(install)}/wp-login.php` },
+      };
     },
 
     /**
@@ -215,17 +228,23 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
 
     /**
      * C1-C4: a copy's tables, loaded into `database` (the destination's staging one), get the
-     * destination's URLs wherever they hold the source's (serialized values included).
+     * destination's site URL (its primary's, as its routing last set it) wherever they hold one of
+     * the source's host names (its default name and every domain its routing serves, serialized
+     * values included).
      */
-    rewriteUrls: (source: InstallRef, destination: InstallRef, database: string, signal: AbortSignal) =>
-      searchReplace({
+    async rewriteUrls(source: InstallRef, destination: InstallRef, database: string, signal: AbortSignal) {
+      const sourceNames = await nginx.servedNames(installSlug(source.id));
+      sourceNames.add(new URL(siteUrl(source)).hostname);
+      const url = (await nginx.siteUrlOf(installSlug(destination.id))) ?? siteUrl(destination);
+      return searchReplace({
         target: ctx.mariadb.target,
         database,
         prefix: TABLE_PREFIX,
-        pairs: urlPairs(siteUrl(source), siteUrl(destination)),
+        pairs: urlPairs([...sourceNames], { http: config.httpPort, https: config.httpsPort }, url),
         scriptPath: paths.searchReplace,
         signal,
-      }),
+      });
+    },
 
     /**
      * At `hostplane serve`/`worker` start: nginx (and PHP-FPM when it has pools) started when absent

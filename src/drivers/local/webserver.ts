@@ -25,10 +25,20 @@ export interface ServerBlock {
   socket: string;
   /** Issue 21 (routing): the install's ACME HTTP-01 directory, served on every name over HTTP. */
   challenges?: string;
+  /**
+   * D2 `secure_all_urls` (issue 21): names of `names` whose plain-HTTP requests answer 301 to the same
+   * host and URI over HTTPS (each must be covered by `tls`); HTTP-01 challenges are still answered.
+   */
+  secure?: string[];
   /** Issue 21 (D5): names that answer 301 to `target` (an origin: scheme, host, port), path kept. */
   redirects?: { names: string[]; target: string }[];
   /** Issue 21 (L1-L2): names served over HTTPS (SNI) with a certificate and key (file paths). */
   tls?: { names: string[]; certificate: string; key: string }[];
+  /**
+   * Issue 21: the site's URL (an origin) as routing set WordPress's home to, recorded in the file
+   * (a comment) so a copy into the install rewrites links to it (`siteUrlOf`).
+   */
+  url?: string;
 }
 
 /**
@@ -139,6 +149,9 @@ function serverHead(listen: string, names: string[], tls?: { certificate: string
 `;
 }
 
+/** The comment that records a server block's site URL. */
+const SITE_URL_MARK = '# site-url: ';
+
 /** An origin a redirect answers with: scheme, host name, optional port, nothing else. */
 function redirectTarget(target: string): string {
   const match = /^(https?):\/\/([^/:]+)(?::(\d{1,5}))?$/.exec(target);
@@ -168,9 +181,16 @@ export function serverBlock(
   const site = (head: string) => `${head}${challenge}${siteBody(block, paths.logs)}}\n`;
   const redirect = (head: string, target: string) =>
     `${head}${challenge}  location / {\n    return 301 ${redirectTarget(target)}$request_uri;\n  }\n}\n`;
+  // D2: `$host` is one of the server's names (validated; nginx matched it), the port is ours.
+  const toHttps = `https://$host${ports.https === 443 ? '' : `:${ports.https}`}`;
+  const upgrade = (head: string) =>
+    `${head}${challenge}  location / {\n    return 301 ${toHttps}$request_uri;\n  }\n}\n`;
+  const secure = (block.secure ?? []).filter((n) => block.names.includes(n));
+  const plain = block.names.filter((n) => !secure.includes(n));
   const parts = [
-    `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.\n${cacheZone(block.slug, paths.cache)}\n`,
-    site(serverHead(http, block.names)),
+    `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.\n${block.url === undefined ? '' : `${SITE_URL_MARK}${redirectTarget(block.url)}\n`}${cacheZone(block.slug, paths.cache)}\n`,
+    ...(plain.length > 0 ? [site(serverHead(http, plain))] : []),
+    ...(secure.length > 0 ? [upgrade(serverHead(http, secure))] : []),
     ...covered(block.names).map((t) => site(serverHead(https, t.names, t))),
   ];
   for (const r of block.redirects ?? []) {
@@ -305,6 +325,18 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
       for (const m of text.matchAll(/^\s*server_name\s+([^;]*);/gm))
         for (const n of (m[1] ?? '').split(/\s+/)) if (n) names.add(n);
       return names;
+    },
+
+    /** The site URL the install's live server block file records (null: none, or no file). */
+    async siteUrlOf(slug: string): Promise<string | null> {
+      const text = await fs.readFile(path.join(paths.sites, `${slug}.conf`), 'utf8').catch(() => '');
+      const line = text.split('\n').find((l) => l.startsWith(SITE_URL_MARK));
+      if (!line) return null;
+      try {
+        return redirectTarget(line.slice(SITE_URL_MARK.length).trim());
+      } catch {
+        return null;
+      }
     },
 
     /**

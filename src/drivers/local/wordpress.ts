@@ -131,13 +131,19 @@ export interface InstallerInput {
   adminEmail: string;
   /** The site's URL (`http://<cname>[:port]`). */
   url: string;
+  /** Issue 21: the owner's administrator (its password made and kept sealed by the driver). */
+  adminUser: string;
+  adminPassword: string;
   signal: AbortSignal;
 }
 
+/** The account owner's WordPress administrator (issue 21). */
+export const ADMIN_USER = 'admin';
+
 /**
  * Runs WordPress's installer as the install's user: the site title, an administrator for the account
- * owner with a random password that is neither stored nor returned (the owner sets one through
- * WordPress's "lost password"). Idempotent: an installed site only gets its URL set again.
+ * owner with the driver's password (passed in the environment, never on a command line or in a file).
+ * Idempotent: an installed site only gets its URL set again (its administrator is the first run's).
  */
 export async function runInstaller(input: InstallerInput) {
   await fs.mkdir(path.dirname(input.installer), { recursive: true });
@@ -151,9 +157,9 @@ export async function runInstaller(input: InstallerInput) {
       HP_URL: url.origin,
       HP_DOCROOT: input.documentRoot,
       HP_TITLE: input.title,
-      HP_ADMIN_USER: 'admin',
+      HP_ADMIN_USER: input.adminUser,
       HP_ADMIN_EMAIL: input.adminEmail,
-      HP_ADMIN_PASSWORD: randomBytes(18).toString('base64url'),
+      HP_ADMIN_PASSWORD: input.adminPassword,
     },
   });
 }

@@ -1,3 +1,4 @@
+import type { Db } from '../../db/client.js';
 import { type HostingDriver, installRef, type Snapshot } from '../../drivers/driver.js';
 import type { JobContext, JobHandler } from '../../jobs/catalog.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
@@ -20,6 +21,11 @@ export interface BackupJobsDeps {
   >;
   installs: Pick<InstallsService, 'findById' | 'applySoftware'>;
   driver: HostingDriver;
+  /**
+   * Issue 21: in the transaction that completes a restore, the install's routing applied again when
+   * the driver keeps routing in the content (`routingInContent`: the backup brought its own).
+   */
+  requestRouting?: (tx: Db, install: { id: string; account_id: string; status: string }) => Promise<void>;
 }
 
 type OperationPayload = { operation_id: string };
@@ -47,7 +53,7 @@ function backupDetails(backup: BackupRow | null): [string, string][] {
 }
 
 /** The create_backup and restore_backup jobs (jobs/catalog.ts). Each step is safe to run twice. */
-export function createBackupJobs({ operations, backups, installs, driver }: BackupJobsDeps) {
+export function createBackupJobs({ operations, backups, installs, driver, requestRouting }: BackupJobsDeps) {
   const create: JobHandler<OperationPayload> = {
     async run({ operation_id }, ctx) {
       const op = await operations.begin(operation_id, async (tx, started) => {
@@ -128,6 +134,7 @@ export function createBackupJobs({ operations, backups, installs, driver }: Back
       await operations.complete(op.id, async (tx) => {
         // R-: the install runs the WordPress version the backup holds.
         await installs.applySoftware(tx, install.id, { wp_version: result.value.wp_version });
+        if (driver.routingInContent) await requestRouting?.(tx, install);
         return {
           details: [
             ...backupDetails(backup),

@@ -68,7 +68,12 @@ export async function domainNames(db: Db, installId: string): Promise<string[]> 
  */
 export async function routesOf(db: Db, installId: string) {
   return db
-    .select({ name: domains.name, primary: domains.primary, redirect_to: target.name })
+    .select({
+      name: domains.name,
+      primary: domains.primary,
+      redirect_to: target.name,
+      secure_all_urls: domains.secure_all_urls,
+    })
     .from(domains)
     .leftJoin(target, eq(target.id, domains.redirect_to_id))
     .where(

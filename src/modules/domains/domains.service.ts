@@ -176,7 +176,12 @@ export function createDomainsService(deps: DomainsDeps) {
         const domain = await repo.findDomain(tx, installId, domainId);
         if (!domain) throw Errors.notFound();
         const next = await checkUpdate(tx, domain, input);
-        if (next.primary !== domain.primary || next.redirect !== domain.redirect_to_id)
+        const secure = input.secure_all_urls ?? domain.secure_all_urls;
+        if (
+          next.primary !== domain.primary ||
+          next.redirect !== domain.redirect_to_id ||
+          secure !== domain.secure_all_urls
+        )
           await deps.requestRouting(tx, current);
         if (next.primary && !domain.primary) {
           await repo.clearPrimary(tx, installId);

@@ -12,7 +12,7 @@ import type { InstallRow } from './installs.repo.js';
 import type { InstallsService } from './installs.service.js';
 
 export interface InstallJobsDeps {
-  operations: Pick<OperationsService, 'begin' | 'waitUntil' | 'complete' | 'fail'>;
+  operations: Pick<OperationsService, 'begin' | 'waitUntil' | 'complete' | 'fail' | 'find' | 'setResult'>;
   installs: Pick<InstallsService, 'findById' | 'applySoftware'>;
   driver: HostingDriver;
   /**
@@ -20,6 +20,11 @@ export interface InstallJobsDeps {
    * pending) are routed (the routing module; nothing when it has none).
    */
   routeProvisioned?: (tx: Db, installId: string) => Promise<void>;
+  /**
+   * Issue 21: in the transaction that completes a copy, the destination's routing applied again when
+   * the driver keeps routing in the content (`routingInContent`: the copy brought the source's).
+   */
+  requestRouting?: (tx: Db, install: { id: string; account_id: string; status: string }) => Promise<void>;
 }
 
 export interface ProvisioningDeps {
@@ -82,15 +87,29 @@ function copyDetails(source: { id: string; name: string } | null, input: CopyInp
 }
 
 /** The provision_install and copy_install jobs (jobs/catalog.ts). Each step is safe to run twice. */
-export function createInstallJobs({ operations, installs, driver, routeProvisioned }: InstallJobsDeps) {
+export function createInstallJobs({
+  operations,
+  installs,
+  driver,
+  routeProvisioned,
+  requestRouting,
+}: InstallJobsDeps) {
+  /** Issue 21: the driver drops its copy of the administrator's password once the operation holds it. */
+  async function forgetAdminPassword(operationId: string) {
+    const op = await operations.find(operationId);
+    if (op?.status === 'completed' && op.install_id) await driver.forgetAdminPassword?.(op.install_id);
+  }
+
   const provision: JobHandler<OperationPayload> = {
     async run({ operation_id }, ctx) {
       const op = await operations.begin(operation_id);
-      if (!op) return;
+      // Ended: a run that died between completing and the driver's forgetting finishes the latter.
+      if (!op) return forgetAdminPassword(operation_id);
       const install = await installs.findById(op.install_id);
       if (!install) return;
       const result = await driver.provision({ key: op.id, signal: ctx.signal }, installRef(install));
       if (!result.done) return operations.waitUntil(op, result.checkAt);
+      const admin = result.value.wordpress_admin;
       await operations.complete(op.id, async (tx) => {
         // I7: provisioning is what makes an install active.
         await installs.applySoftware(tx, install.id, {
@@ -98,9 +117,18 @@ export function createInstallJobs({ operations, installs, driver, routeProvision
           ...(result.value.wp_version && { wp_version: result.value.wp_version }),
           ...(result.value.php_version && { php_version: result.value.php_version }),
         });
+        // Issue 21: the owner's WordPress administrator; its password sealed, shown once (operations).
+        if (admin)
+          await operations.setResult(
+            tx,
+            op.id,
+            { wordpress_admin: { username: admin.username, login_url: admin.login_url } },
+            admin.password,
+          );
         await routeProvisioned?.(tx, install.id);
         return undefined;
       });
+      await forgetAdminPassword(op.id);
     },
     async exhausted({ operation_id }, error) {
       // The install stays pending: the operation says why, and an operator can retry or fix it.
@@ -141,6 +169,7 @@ export function createInstallJobs({ operations, installs, driver, routeProvision
         // C2: the destination now runs what was copied over.
         if (input.include_files)
           await installs.applySoftware(tx, destination.id, { wp_version: result.value.wp_version });
+        if (driver.routingInContent) await requestRouting?.(tx, destination);
         return { details: copyDetails(source, input) };
       });
     },

@@ -83,6 +83,25 @@ export const OPERATIONS = {
   },
 } as const satisfies Record<string, { title: string; input: TObject; state: TObject }>;
 
+/**
+ * Issue 21: what a finished operation gives its caller (the `result` column): provisioning's WordPress
+ * administrator. Its password is not in it: it is the operation's sealed secret, shown once.
+ */
+export const RESULT = Type.Object({
+  wordpress_admin: Type.Optional(
+    Type.Object({ username: Type.String({ maxLength: 60 }), login_url: Type.String({ maxLength: 2048 }) }),
+  ),
+});
+export type OperationResult = Static<typeof RESULT>;
+const resultCheck = Compile(RESULT);
+
+/** The operation's result, checked (null: none, or not a result: never handed on unchecked). */
+export function resultOf(op: { id: string; result: unknown }): OperationResult | null {
+  if (op.result === null || op.result === undefined) return null;
+  if (!resultCheck.Check(op.result)) throw new Error(`operation ${op.id}: its result is not a result`);
+  return op.result as OperationResult;
+}
+
 export type OperationType = keyof typeof OPERATIONS;
 export const OPERATION_TYPES = Object.keys(OPERATIONS) as OperationType[];
 export type OperationInput<T extends OperationType> = Static<(typeof OPERATIONS)[T]['input']>;

@@ -14,6 +14,9 @@ const projection = {
   input: operations.input,
   state: operations.state,
   error: operations.error,
+  result: operations.result,
+  /** Issue 21: whether a secret of the result waits to be shown (the value itself is never projected). */
+  has_secret: sql<boolean>`${operations.secret_sealed} is not null`,
   expected_at: operations.expected_at,
   created_at: operations.created_at,
   started_at: operations.started_at,
@@ -173,4 +176,31 @@ export async function lastCompleted(db: Db, installId: string, type: string): Pr
     .orderBy(desc(operations.completed_at))
     .limit(1);
   return row?.at ?? null;
+}
+
+/**
+ * Issue 21: the operation's sealed secret, taken: answered and erased in the caller's transaction
+ * (the row locked, so two readers cannot both take it). Null when there is none (any more).
+ */
+export async function takeSecret(tx: Db, id: string): Promise<string | null> {
+  const [row] = await tx
+    .select({ sealed: operations.secret_sealed })
+    .from(operations)
+    .where(and(eq(operations.id, id), isNotNull(operations.secret_sealed)))
+    .for('update');
+  if (!row?.sealed) return null;
+  await tx.update(operations).set({ secret_sealed: null }).where(eq(operations.id, id));
+  return row.sealed;
+}
+
+/** `hostplane reseal`: every operation's sealed secret (those not shown yet). */
+export function sealedSecrets(tx: Db) {
+  return tx
+    .select({ id: operations.id, sealed: operations.secret_sealed })
+    .from(operations)
+    .where(isNotNull(operations.secret_sealed));
+}
+
+export async function setSecret(tx: Db, id: string, sealed: string) {
+  await tx.update(operations).set({ secret_sealed: sealed }).where(eq(operations.id, id));
 }

@@ -18,13 +18,22 @@ export function operationsRoutes({ config, services }: RouteContext): RoutesPlug
           operationId: 'getOperation',
           tags,
           summary: 'An asynchronous operation (Hostplane extension)',
+          description:
+            'A completed provisioning on a host that installs WordPress carries `wordpress_admin`: its password is shown once, to the first read by an owner of the account (not through a scoped credential), and erased by it; later reads show the username and login URL only.',
           params: OperationParams,
           response: { 200: OperationSchema, ...errorResponses(400, 404) },
         },
         config: routeConfig,
       },
-      async (request) =>
-        toOperation(await services.operations.get(callerOf(request), request.params.operation_id)),
+      async (request, reply) => {
+        const operation = await services.operations.get(callerOf(request), request.params.operation_id);
+        // Issue 21: a body showing a secret is kept by no cache, neither ours (read cache) nor the client's.
+        if (operation.wordpress_admin?.password !== undefined) {
+          request.readCache = null;
+          reply.header('cache-control', 'private, no-store');
+        }
+        return operation;
+      },
     );
 
     app.get(
@@ -47,7 +56,13 @@ export function operationsRoutes({ config, services }: RouteContext): RoutesPlug
           request.params.install_id,
           page,
         );
-        return envelope(request, config.publicUrl, page, count, rows.map(toOperation));
+        return envelope(
+          request,
+          config.publicUrl,
+          page,
+          count,
+          rows.map((row) => toOperation(row)),
+        );
       },
     );
   };

@@ -17,6 +17,24 @@ export const OperationSchema = Type.Object(
     started_at: Nullable(DateTime()),
     completed_at: Nullable(DateTime()),
     error: Nullable(Type.String()),
+    wordpress_admin: Type.Optional(
+      Type.Object(
+        {
+          username: Type.String(),
+          password: Type.Optional(
+            Type.String({
+              description:
+                'Shown once: in the first read of the completed operation by an owner, then erased',
+            }),
+          ),
+          login_url: Type.String({ format: 'uri' }),
+        },
+        {
+          description:
+            "Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator",
+        },
+      ),
+    ),
   },
   { description: 'An asynchronous operation' },
 );

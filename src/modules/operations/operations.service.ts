@@ -9,6 +9,7 @@ import { scheduleAt } from '../../jobs/due.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { operationFinishedMail } from '../../mail/templates/operation-finished.js';
+import type { Resealer, SecretBox } from '../../secrets.js';
 import type { EventRecorder, EventType } from '../events/events.service.js';
 import {
   assertShape,
@@ -17,8 +18,10 @@ import {
   notificationEmailsOf,
   OPERATIONS,
   type OperationInput,
+  type OperationResult,
   type OperationState,
   type OperationType,
+  resultOf,
 } from './operation-types.js';
 import * as repo from './operations.repo.js';
 
@@ -73,6 +76,20 @@ export interface OperationsDeps {
   queue: Pick<JobQueue, 'enqueue'>;
   /** Issue 22: the events of the operation's state changes, in the same transactions. */
   events: EventRecorder;
+  /** Issue 21: seals the secret of a result (provisioning's administrator password) until it is shown. */
+  secretBox: SecretBox;
+}
+
+/** What an operation's secret is sealed for. */
+const secretContext = (operationId: string) => `operation-secret:${operationId}`;
+
+/**
+ * Issue 21: who is shown an operation's secret (and so erases it by reading): an owner of the
+ * account, authenticated as themselves. Not another role (they read the operation without it), and
+ * not through a scoped credential (a leaked one must not give away a site's administrator).
+ */
+function seesSecrets(caller: Caller, accountId: string): boolean {
+  return caller.memberships.get(accountId)?.roles === 'owner' && caller.credential === undefined;
 }
 
 /** Issue 22: the resource events of an operation type's changes (besides operation.completed/failed). */
@@ -175,8 +192,12 @@ function describeBusy(op: repo.OperationRow, installId: string, names: Map<strin
   }
 }
 
-/** Projection of an operation row into the Operation record (GET /v1/operations/{id}). */
-export function toOperation(row: repo.OperationRow) {
+/**
+ * Projection of an operation row into the Operation record (GET /v1/operations/{id}). `password`:
+ * the result's secret, opened for the one read that shows it.
+ */
+export function toOperation(row: repo.OperationRow, password?: string) {
+  const admin = resultOf(row)?.wordpress_admin;
   return {
     id: row.id,
     type: row.type,
@@ -186,6 +207,13 @@ export function toOperation(row: repo.OperationRow) {
     started_at: row.started_at?.toISOString() ?? null,
     completed_at: row.completed_at?.toISOString() ?? null,
     error: row.error,
+    ...(admin && {
+      wordpress_admin: {
+        username: admin.username,
+        ...(password !== undefined && { password }),
+        login_url: admin.login_url,
+      },
+    }),
   };
 }
 
@@ -254,7 +282,15 @@ export function createOperationRecords({ clock, queue }: { clock: Clock; queue: 
 
 export type OperationRecords = ReturnType<typeof createOperationRecords>;
 
-export function createOperationsService({ db, clock, installs, outbox, queue, events }: OperationsDeps) {
+export function createOperationsService({
+  db,
+  clock,
+  installs,
+  outbox,
+  queue,
+  events,
+  secretBox,
+}: OperationsDeps) {
   const records = createOperationRecords({ clock, queue });
 
   /** The notification mails (C6, B3, R3), in the transaction that ends the operation. */
@@ -321,14 +357,34 @@ export function createOperationsService({ db, clock, installs, outbox, queue, ev
   }
 
   return {
-    /** GET /v1/operations/{id}: visible like its install (404 foreign, partial scoped). */
+    /**
+     * GET /v1/operations/{id}: visible like its install (404 foreign, partial scoped). Issue 21: a
+     * completed operation's secret (provisioning's administrator password) is shown to the first
+     * owner who reads it, and erased by that read (decisions.md: shown once).
+     */
     async get(caller: Caller, id: string) {
       const op = await repo.findOperation(db, id);
       if (!op) throw Errors.notFound();
       // Site-level work (a transfer, A3): the billing roles of the account that holds the site.
       if (op.install_id === null) requireAccount(caller, op.account_id, 'transfers:manage');
       else requireInstall(caller, { id: op.install_id, account_id: op.account_id }, 'installs:read');
-      return op;
+      if (!op.has_secret || op.status !== 'completed' || !seesSecrets(caller, op.account_id))
+        return toOperation(op);
+      const sealed = await withTransaction(db, (tx) => repo.takeSecret(tx, id));
+      if (sealed === null) return toOperation(op);
+      return toOperation(op, secretBox.open(sealed, secretContext(id)).toString('utf8'));
+    },
+
+    /**
+     * Issue 21, in the transaction that completes the operation: what it gives its caller, and a
+     * secret of it (sealed here) shown once by `get`.
+     */
+    async setResult(tx: Db, id: string, result: OperationResult, secret: string | null) {
+      await repo.updateOperation(tx, id, {
+        result,
+        secret_sealed:
+          secret === null ? null : secretBox.seal(Buffer.from(secret, 'utf8'), secretContext(id)),
+      });
     },
 
     /** GET /v1/installs/{id}/operations, newest first. */
@@ -446,3 +502,19 @@ export function createOperationsService({ db, clock, installs, outbox, queue, ev
 }
 
 export type OperationsService = ReturnType<typeof createOperationsService>;
+
+/** `hostplane reseal`: the operations' secrets not shown yet. Runs in the caller's transaction. */
+export async function resealOperationSecrets(tx: Db, reseal: Resealer) {
+  let resealed = 0;
+  let current = 0;
+  for (const row of await repo.sealedSecrets(tx)) {
+    if (row.sealed === null) continue;
+    const next = reseal(row.sealed, secretContext(row.id));
+    if (next === null) current++;
+    else {
+      await repo.setSecret(tx, row.id, next);
+      resealed++;
+    }
+  }
+  return { resealed, current };
+}

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { serverBlock } from './webserver.js';
+
+const block = {
+  slug: `hp_${'a'.repeat(32)}`,
+  names: ['site.test', 'shop.example', 'bare.example'],
+  documentRoot: '/srv/hp/public',
+  socket: '/srv/hp/run/php.sock',
+  challenges: '/srv/hp/acme-challenge',
+  tls: [{ names: ['shop.example'], certificate: '/srv/hp/tls/x.crt', key: '/srv/hp/tls/x.key' }],
+};
+const paths = { logs: '/srv/web/logs', cache: '/srv/web/cache' };
+
+/** Each `server { ... }` of the text with its listen line and names. */
+const servers = (text: string) =>
+  [...text.matchAll(/server \{\n {2}listen ([^;]+);\n {2}server_name ([^;]+);\n([\s\S]*?)\n\}\n/g)].map(
+    (m) => ({
+      listen: m[1],
+      names: m[2],
+      body: m[3] ?? '',
+    }),
+  );
+
+describe('nginx server blocks: secure_all_urls (D2, issue 21)', () => {
+  it('answers plain HTTP for a secure name with a 301 to https on the HTTPS port, challenges still served', () => {
+    const text = serverBlock({ ...block, secure: ['shop.example'] }, { http: 8080, https: 8443 }, paths);
+    const http = servers(text).filter((s) => s.listen === '8080');
+    const site = http.find((s) => s.body.includes('root /srv/hp/public'));
+    assert.equal(site?.names, 'site.test bare.example');
+    const upgrade = http.find((s) => s.names === 'shop.example');
+    assert.ok(upgrade, text);
+    assert.match(upgrade.body, /location \^~ \/\.well-known\/acme-challenge\/ \{/);
+    assert.match(upgrade.body, /return 301 https:\/\/\$host:8443\$request_uri;/);
+    // Over HTTPS the secure name serves the site.
+    const tls = servers(text).find((s) => s.listen === '8443 ssl');
+    assert.equal(tls?.names, 'shop.example');
+    assert.match(tls?.body ?? '', /root \/srv\/hp\/public/);
+  });
+
+  it('leaves out the port on 443, and serves every name over HTTP when none is secure', () => {
+    const on443 = serverBlock({ ...block, secure: ['shop.example'] }, { http: 80, https: 443 }, paths);
+    assert.match(on443, /return 301 https:\/\/\$host\$request_uri;/);
+    const off = serverBlock(block, { http: 80, https: 443 }, paths);
+    assert.equal(off.includes('https://$host'), false);
+    assert.equal(servers(off).find((s) => s.listen === '80')?.names, 'site.test shop.example bare.example');
+  });
+});
