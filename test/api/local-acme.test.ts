@@ -1,11 +1,10 @@
 // test-db: postgres (the web tier's subject is nginx, PHP-FPM, WordPress and ACME, not the control plane's database: docs/decisions.md #112)
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -19,6 +18,7 @@ import { buildTestApp, type Json, SECRET_KEY } from '../support/harness.js';
 import { operationOf, readyWorld } from '../support/jobs.js';
 import { localHosting } from '../support/local-hosting.js';
 import { createPki } from '../support/pki.js';
+import { freePort, stopWebTier } from '../support/web-tier.js';
 
 // Issue 21: certificate orders of the local driver through real ACME (RFC 8555), against Debian's
 // Pebble (scripts/test.sh installs it). One Pebble, one app, one nginx for the file: Pebble resolves
@@ -32,17 +32,6 @@ const TOOLS = [
   '/usr/share/wordpress/wp-settings.php',
 ];
 const missing = TOOLS.filter((p) => !existsSync(p));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** GET over HTTPS trusting only `ca`: status and body, or null when it cannot connect. */
 function httpsGet(url: string, ca: string): Promise<{ status: number; body: string } | null> {
@@ -65,7 +54,6 @@ const certsOf = (pem: string) =>
     (m) => new X509Certificate(m[0]),
   );
 
-const userOf = (id: string) => `hp${id.replace(/-/g, '').slice(0, 30)}`;
 const HOLDER = {
   email_address: 'jane@example.test',
   given_name: 'Jane',
@@ -152,20 +140,7 @@ describe('local driver: certificate orders through ACME against Pebble (issue 21
 
   after(async () => {
     pebble.kill('SIGTERM');
-    for (const pidFile of ['nginx.pid', 'php-fpm.pid']) {
-      const pid = Number(await fs.readFile(path.join(web, 'run', pidFile), 'utf8').catch(() => ''));
-      if (pid > 1) {
-        try {
-          process.kill(pid, 'SIGQUIT');
-        } catch {}
-      }
-    }
-    for (const id of seen) {
-      try {
-        execFileSync('userdel', [userOf(id)], { stdio: 'ignore' });
-      } catch {}
-    }
-    await new Promise((r) => setTimeout(r, 300));
+    await stopWebTier(web, seen);
     await host.cleanup();
     await fs.rm(dir, { recursive: true, force: true });
   });

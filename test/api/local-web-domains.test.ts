@@ -5,7 +5,6 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -15,6 +14,7 @@ import { buildTestApp, type Client, type Json } from '../support/harness.js';
 import { readyWorld } from '../support/jobs.js';
 import { localHosting } from '../support/local-hosting.js';
 import { b64, createPki } from '../support/pki.js';
+import { freePort, stopWebTier, userOf } from '../support/web-tier.js';
 
 // Issue 21, routing: with HOSTING_DRIVER=local and LOCAL_WEB=on, an install's domains (D1-D7), its
 // redirects and its certificates (L1-L2) are served for real by the nginx of this file's own
@@ -28,17 +28,6 @@ const TOOLS = [
   '/usr/bin/openssl',
 ];
 const missing = TOOLS.filter((p) => !existsSync(p));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 type Answer = { status: number; body: string; location: string | undefined } | null;
 
@@ -123,7 +112,6 @@ const serialOf = (pem: string) =>
     .toUpperCase();
 
 const slugOf = (id: string) => `hp_${id.replace(/-/g, '')}`;
-const userOf = (id: string) => `hp${id.replace(/-/g, '').slice(0, 30)}`;
 
 describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)', {
   skip: missing.length > 0 && `missing ${missing.join(', ')}`,
@@ -151,20 +139,7 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
   const url = (name: string) => `http://${name}:${port}`;
 
   after(async () => {
-    for (const pidFile of ['nginx.pid', 'php-fpm.pid']) {
-      const pid = Number(await fs.readFile(path.join(web, 'run', pidFile), 'utf8').catch(() => ''));
-      if (pid > 1) {
-        try {
-          process.kill(pid, 'SIGQUIT');
-        } catch {}
-      }
-    }
-    for (const id of seen) {
-      try {
-        execFileSync('userdel', [userOf(id)], { stdio: 'ignore' });
-      } catch {}
-    }
-    await new Promise((r) => setTimeout(r, 300));
+    await stopWebTier(web, seen);
     await host.cleanup();
     await fs.rm(scratch, { recursive: true, force: true });
   });

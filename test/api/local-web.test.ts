@@ -4,7 +4,6 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
@@ -17,6 +16,7 @@ import { ADMIN_TOKEN, buildTestApp, type Json, SECRET_KEY } from '../support/har
 import { operationOf, readyWorld } from '../support/jobs.js';
 import { localHosting } from '../support/local-hosting.js';
 import { runCli } from '../support/process.js';
+import { freePort, stopWebTier, userOf } from '../support/web-tier.js';
 
 // Issue 21 (first slice): HOSTING_DRIVER=local with LOCAL_WEB=on serves installs with Debian's nginx,
 // php8.2-fpm and wordpress (scripts/test.sh installs them). nginx and PHP-FPM run from this file's
@@ -28,17 +28,6 @@ const TOOLS = [
   '/usr/share/wordpress/wp-settings.php',
 ];
 const missing = TOOLS.filter((p) => !existsSync(p));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** GET / on nginx with the install's host name: status and body, or null when nginx closed the connection. */
 function get(
@@ -156,7 +145,6 @@ async function until(
 }
 
 const slugOf = (id: string) => `hp_${id.replace(/-/g, '')}`;
-const userOf = (id: string) => `hp${id.replace(/-/g, '').slice(0, 30)}`;
 
 describe('local driver web tier (issue 21)', {
   skip: missing.length > 0 && `missing ${missing.join(', ')}`,
@@ -177,21 +165,7 @@ describe('local driver web tier (issue 21)', {
   const seen: string[] = [];
 
   after(async () => {
-    // Stop what this file started (by its pid files), then its system users and the rest.
-    for (const pidFile of ['nginx.pid', 'php-fpm.pid']) {
-      const pid = Number(await fs.readFile(path.join(web, 'run', pidFile), 'utf8').catch(() => ''));
-      if (pid > 1) {
-        try {
-          process.kill(pid, 'SIGQUIT');
-        } catch {}
-      }
-    }
-    for (const id of seen) {
-      try {
-        execFileSync('userdel', [userOf(id)], { stdio: 'ignore' });
-      } catch {}
-    }
-    await new Promise((r) => setTimeout(r, 300));
+    await stopWebTier(web, seen);
     await host.cleanup();
   });
 

@@ -1,0 +1,43 @@
+// What the web-tier test files (local-web, local-web-domains, local-acme: issue 21) share: a free
+// port for nginx, the install's system user, and the teardown of what the file started.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+
+/** A TCP port nothing listens on now (nginx's HTTP or HTTPS port of a test file). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The install's system user (drivers/local/names.ts `systemUser`). */
+export const userOf = (installId: string) => `hp${installId.replace(/-/g, '').slice(0, 30)}`;
+
+/**
+ * Stops what a web-tier test file started: nginx and PHP-FPM of its HOSTING_ROOT/web (by their pid
+ * files, gracefully) and the system users of the installs it made; the caller then removes the rest
+ * (`localHosting().cleanup()`).
+ */
+export async function stopWebTier(webDir: string, installIds: Iterable<string>): Promise<void> {
+  for (const pidFile of ['nginx.pid', 'php-fpm.pid']) {
+    const pid = Number(await fs.readFile(path.join(webDir, 'run', pidFile), 'utf8').catch(() => ''));
+    if (pid > 1) {
+      try {
+        process.kill(pid, 'SIGQUIT');
+      } catch {}
+    }
+  }
+  for (const id of installIds) {
+    try {
+      execFileSync('userdel', [userOf(id)], { stdio: 'ignore' });
+    } catch {}
+  }
+  await new Promise((r) => setTimeout(r, 300));
+}
