@@ -6,7 +6,7 @@ import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors, type FieldError } from '../../errors.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
-import type { RequestRouting } from '../routing/routing.service.js';
+import { type RequestRouting, routingApplies } from '../routing/routing.service.js';
 import { VERIFICATION_VALUE_PREFIX, verificationRecordName } from './domain-name.js';
 import * as repo from './domains.repo.js';
 import {
@@ -131,6 +131,13 @@ export function createDomainsService(deps: DomainsDeps) {
     );
   }
 
+  /** D3-D5 in the transaction (the install locked): the domain and what it would become. */
+  async function checkedUpdate(tx: Db, installId: string, domainId: string, input: UpdateDomainInput) {
+    const domain = await repo.findDomain(tx, installId, domainId);
+    if (!domain) throw Errors.notFound();
+    return { domain, next: await checkUpdate(tx, domain, input) };
+  }
+
   const verify = createDomainVerification({ ...deps, locked });
 
   async function readable(caller: Caller, installId: string) {
@@ -170,9 +177,7 @@ export function createDomainsService(deps: DomainsDeps) {
     async update(caller: Caller, installId: string, domainId: string, input: UpdateDomainInput) {
       const install = await writable(caller, installId);
       await locked(installId, async (tx, current) => {
-        const domain = await repo.findDomain(tx, installId, domainId);
-        if (!domain) throw Errors.notFound();
-        const next = await checkUpdate(tx, domain, input);
+        const { domain, next } = await checkedUpdate(tx, installId, domainId, input);
         if (next.primary !== domain.primary || next.redirect !== domain.redirect_to_id)
           await deps.requestRouting(tx, current);
         if (next.primary && !domain.primary) {
@@ -188,6 +193,37 @@ export function createDomainsService(deps: DomainsDeps) {
         });
       });
       return viewOne(install, domainId);
+    },
+
+    /**
+     * Issue 22, `?dry_run=true`: the checks of `update` (in a transaction that writes nothing) and
+     * what it would change: the domain, the install's primary domain, the routing it would apply.
+     */
+    async updateDryRun(caller: Caller, installId: string, domainId: string, input: UpdateDomainInput) {
+      await writable(caller, installId);
+      return locked(installId, async (tx, current) => {
+        const { domain, next } = await checkedUpdate(tx, installId, domainId, input);
+        const routed = next.primary !== domain.primary || next.redirect !== domain.redirect_to_id;
+        const primaryAfter = next.primary
+          ? domain.name
+          : domain.primary
+            ? `${current.name}.${installDomain}`
+            : current.primary_domain;
+        return {
+          dry_run: true as const,
+          install_id: installId,
+          domain_id: domainId,
+          name: domain.name,
+          primary: { before: domain.primary, after: next.primary },
+          redirect_to: { before: domain.redirect_to_id, after: next.redirect },
+          secure_all_urls: {
+            before: domain.secure_all_urls,
+            after: input.secure_all_urls ?? domain.secure_all_urls,
+          },
+          primary_domain: { before: current.primary_domain, after: primaryAfter },
+          operation: routed && routingApplies(current) ? ('apply_routing' as const) : null,
+        };
+      });
     },
 
     /** Refused (400) for the primary domain and for a redirect target: removing them would break traffic. */
