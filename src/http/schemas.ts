@@ -84,6 +84,12 @@ export const DryRunQuery = Type.Object({
   ),
 });
 
+/** `?dry_run=true` (or `1`), read before or after validation: the call changes nothing. */
+export function isDryRun(request: { query: unknown }): boolean {
+  const value = (request.query as Record<string, unknown> | undefined)?.dry_run;
+  return value === true || value === 'true' || value === '1';
+}
+
 /**
  * Issue 22: the 200 a `?dry_run=true` call answers: `dry_run: true` and what the call would do,
  * documented with an example (decisions.md #110).

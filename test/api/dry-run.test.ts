@@ -589,6 +589,22 @@ describe('deleteInstall ?dry_run=true (issue 22)', () => {
     assert.deepEqual(body.domains_that_would_stop_serving.sort(), [name, w.install.cname].sort());
   });
 
+  it('issue 22 DR1 a dry run with an Idempotency-Key keeps no key: the same key then runs the real call', async () => {
+    const w = await readyWorld(t, f);
+    const url = `/v1/installs/${w.install.id}`;
+    const key = { 'Idempotency-Key': `dry-${randomUUID()}` };
+    const before = await trace(w);
+    const dry = await w.owner.client.request('DELETE', `${url}?dry_run=true`, undefined, key);
+    assert.equal(dry.status, 200, JSON.stringify(dry.body));
+    await assertUnchanged(w, before);
+    const real = await w.owner.client.request('DELETE', url, undefined, key);
+    assert.equal(real.status, 204, JSON.stringify(real.body));
+    assert.equal(real.headers['idempotent-replayed'], undefined);
+    const replay = await w.owner.client.request('DELETE', url, undefined, key);
+    assert.equal(replay.status, 204);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+  });
+
   it('issue 22 DR2 is refused as the deletion is: 403 partial member, 404 foreign; dry_run must be a boolean (400)', async () => {
     const w = await readyWorld(t, f);
     const stranger = await readyWorld(t, f);
