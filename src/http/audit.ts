@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { REPLAYED_HEADER } from './idempotency.js';
+import { isDryRun } from './schemas.js';
 
 /**
  * Issue 22: the audit log's hooks on every POST, PUT, PATCH and DELETE of a scope (public and admin
@@ -66,12 +67,6 @@ export interface AuditOptions {
 
 const AUDITED = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** `?dry_run=true` (or `1`): the call changes nothing, so nothing is recorded. */
-export function isDryRun(request: FastifyRequest): boolean {
-  const value = (request.query as Record<string, unknown> | undefined)?.dry_run;
-  return value === true || value === 'true' || value === '1';
-}
-
 function parseJson(payload: unknown): unknown {
   if (typeof payload !== 'string' || payload.length === 0 || payload.length > 1_000_000) return null;
   try {
@@ -91,6 +86,7 @@ export function useAuditLog(scope: FastifyInstance, options: AuditOptions) {
 
   async function preHandler(request: FastifyRequest) {
     request.audit = null;
+    // A dry run changes nothing, so nothing is recorded.
     if (isDryRun(request)) return;
     const route = request.routeOptions;
     const config = (route.config ?? {}) as { resource?: string };

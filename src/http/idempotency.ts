@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { Errors } from '../errors.js';
-import { ErrorSchema, errorResponses, ValidationErrorSchema } from './schemas.js';
+import { ErrorSchema, errorResponses, isDryRun, ValidationErrorSchema } from './schemas.js';
 
 /**
  * Issue 22: `Idempotency-Key` on every POST, PATCH and DELETE of a scope (the semantics Stripe
@@ -114,7 +114,8 @@ export function useIdempotencyKeys(scope: FastifyInstance, options: IdempotencyO
   async function preValidation(request: FastifyRequest) {
     request.idempotency = null;
     const key = request.headers[IDEMPOTENCY_HEADER];
-    if (key === undefined) return;
+    // A dry run keeps no key (it writes nothing): the same key still runs the real call afterwards.
+    if (key === undefined || isDryRun(request)) return;
     // A repeated header arrives joined by ", ", which has a space: refused as well.
     if (typeof key !== 'string' || !VALID_KEY.test(key)) throw invalidKey();
     const fingerprint = requestFingerprint({

@@ -1,4 +1,4 @@
-import { type TSchema, Type } from 'typebox';
+import { type TProperties, type TSchema, Type } from 'typebox';
 
 /** A uuid string (path params, ids in bodies). */
 export const Uuid = (options: { description?: string } = {}) => Type.String({ format: 'uuid', ...options });
@@ -83,3 +83,35 @@ export const DryRunQuery = Type.Object({
     }),
   ),
 });
+
+/** `?dry_run=true` (or `1`), read before or after validation: the call changes nothing. */
+export function isDryRun(request: { query: unknown }): boolean {
+  const value = (request.query as Record<string, unknown> | undefined)?.dry_run;
+  return value === true || value === 'true' || value === '1';
+}
+
+/**
+ * Issue 22: the 200 a `?dry_run=true` call answers: `dry_run: true` and what the call would do,
+ * documented with an example (decisions.md #110).
+ */
+export function DryRunAnswer<P extends TProperties>(
+  properties: P,
+  doc: { description: string; example: Record<string, unknown> },
+) {
+  return Type.Object(
+    { dry_run: Type.Literal(true), ...properties },
+    {
+      description: `Dry run: ${doc.description}; nothing was changed`,
+      examples: [{ dry_run: true, ...doc.example }],
+    },
+  );
+}
+
+/**
+ * The 200 of a route whose own success is a 200 too: the dry run's answer or the call's. The dry run
+ * comes first (the serializer takes the first schema that matches, and only it has `dry_run`).
+ */
+export const OrDryRun = <D extends TSchema, R extends TSchema>(dryRun: D, real: R) =>
+  Type.Union([dryRun, real], {
+    description: `${(real as { description?: string }).description ?? 'OK'}; with \`?dry_run=true\`, what the call would do`,
+  });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../../src/db/client.js';
+import { rowCounts as countRows } from '../support/databases.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Client, type Json, type Res } from '../support/harness.js';
 
@@ -26,23 +27,7 @@ async function eventsOf(client: Client, accountId: string, query = ''): Promise<
 const byRequest = (res: Res) => String(res.headers['x-request-id']);
 
 /** Rows of every table of the database (the app's and the job engine's). */
-async function rowCounts(): Promise<Record<string, number>> {
-  const tables = await queryRows<{ schema: string; name: string }>(
-    t.database.db,
-    sql`select table_schema as schema, table_name as name from information_schema.tables
-        where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')
-        order by 1, 2`,
-  );
-  const counts: Record<string, number> = {};
-  for (const { schema, name } of tables) {
-    const [row] = await queryRows<{ n: number }>(
-      t.database.db,
-      sql`select count(*)::int as n from ${sql.identifier(schema)}.${sql.identifier(name)}`,
-    );
-    counts[`${schema}.${name}`] = row?.n ?? 0;
-  }
-  return counts;
-}
+const rowCounts = () => countRows(t.database.db);
 
 describe('issue 22 audit log', () => {
   it('AU1 a change records actor, IP, request id, the resource and only the changed fields before and after', async () => {

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
-import { type Database, openDatabase } from '../../src/db/client.js';
+import { type Database, type Db, openDatabase, queryRows } from '../../src/db/client.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { createJobQueue } from '../../src/jobs/queue.js';
 
@@ -92,4 +93,26 @@ export async function cloneDatabase(): Promise<{
   const blob = new Blob([fs.readFileSync(PGLITE_TEMPLATE)]);
   const database = await openDatabase({ kind: 'pglite-memory', loadDataDir: blob });
   return { database, drop: () => database.close() };
+}
+
+/**
+ * Issue 22: the rows of every table of the database (the app's and the job engine's), by
+ * `schema.table`: a dry run leaves every count as it was.
+ */
+export async function rowCounts(db: Db): Promise<Record<string, number>> {
+  const tables = await queryRows<{ schema: string; name: string }>(
+    db,
+    sql`select table_schema as schema, table_name as name from information_schema.tables
+        where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')
+        order by 1, 2`,
+  );
+  const counts: Record<string, number> = {};
+  for (const { schema, name } of tables) {
+    const [row] = await queryRows<{ n: number }>(
+      db,
+      sql`select count(*)::int as n from ${sql.identifier(schema)}.${sql.identifier(name)}`,
+    );
+    counts[`${schema}.${name}`] = row?.n ?? 0;
+  }
+  return counts;
 }

@@ -276,7 +276,7 @@ export interface paths {
         delete: operations["deleteDomain"];
         options?: never;
         head?: never;
-        /** Set primary, redirect_to (or "nil") and secure_all_urls (D2-D6) */
+        /** Set primary, redirect_to (or "nil") and secure_all_urls (D2-D6; `?dry_run=true`: what it would change, nothing changed) */
         patch: operations["updateDomain"];
         trace?: never;
     };
@@ -309,7 +309,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Import a third-party certificate chain and its private key (L1, L2) */
+        /** Import a third-party certificate chain and its private key (L1, L2; `?dry_run=true`: what it would do, nothing changed) */
         post: operations["importThirdPartySSLCertificate"];
         delete?: never;
         options?: never;
@@ -398,7 +398,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Copy one install's files and/or database over another of the account (C1-C6) */
+        /** Copy one install's files and/or database over another of the account (C1-C6; `?dry_run=true`: what it would do, nothing changed) */
         post: operations["copyInstall"];
         delete?: never;
         options?: never;
@@ -450,7 +450,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Restore an install from a backup (R1-R3); 202 with the operation */
+        /** Restore an install from a backup (R1-R3); 202 with the operation (`?dry_run=true`: what it would do, nothing changed) */
         post: operations["restoreBackup"];
         delete?: never;
         options?: never;
@@ -604,7 +604,7 @@ export interface paths {
         /** List the users of an account */
         get: operations["listAccountUsers"];
         put?: never;
-        /** Add a user to an account and e-mail them an invitation */
+        /** Add a user to an account and e-mail them an invitation (`?dry_run=true`: what it would do, nothing changed) */
         post: operations["createAccountUser"];
         delete?: never;
         options?: never;
@@ -623,11 +623,11 @@ export interface paths {
         get: operations["getAccountUser"];
         put?: never;
         post?: never;
-        /** Remove a user from an account */
+        /** Remove a user from an account (`?dry_run=true`: what it would do, nothing changed) */
         delete: operations["deleteAccountUser"];
         options?: never;
         head?: never;
-        /** Change a user's roles and install_ids */
+        /** Change a user's roles and install_ids (`?dry_run=true`: what it would change, nothing changed) */
         patch: operations["updateAccountUser"];
         trace?: never;
     };
@@ -884,7 +884,7 @@ export interface paths {
         /** List the transfers of a site */
         get: operations["listSiteTransfers"];
         put?: never;
-        /** Initiate a site transfer (T2-T8); 202 with the record and its operation in Location */
+        /** Initiate a site transfer (T2-T8); 202 with the record and its operation in Location (`?dry_run=true`: what it would do, nothing changed) */
         post: operations["createSiteTransfer"];
         delete?: never;
         options?: never;
@@ -4607,7 +4607,10 @@ export interface operations {
     };
     updateDomain: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -4631,7 +4634,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The domain as changed; with `?dry_run=true`, what the call would do */
             200: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -4640,6 +4643,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /** Format: uuid */
+                        install_id: string;
+                        /** Format: uuid */
+                        domain_id: string;
+                        name: string;
+                        /** @description Whether the domain is primary */
+                        primary: {
+                            before: boolean;
+                            after: boolean;
+                        };
+                        /** @description The domain it redirects to (null: none) */
+                        redirect_to: {
+                            before: string | null;
+                            after: string | null;
+                        };
+                        /** @description Whether all URLs are forced to HTTPS */
+                        secure_all_urls: {
+                            before: boolean;
+                            after: boolean;
+                        };
+                        /** @description The install's primary domain (its cname when it has none) */
+                        primary_domain: {
+                            before: string | null;
+                            after: string | null;
+                        };
+                        operation: "apply_routing" | null;
+                    } | {
                         /** Format: uuid */
                         id: string;
                         /** @description ASCII (punycode), lower-case; `*.` marks a wildcard */
@@ -5092,7 +5124,10 @@ export interface operations {
     };
     importThirdPartySSLCertificate: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -5113,7 +5148,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The imported certificate; with `?dry_run=true`, what the call would do */
             200: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -5122,6 +5157,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /** Format: uuid */
+                        install_id: string;
+                        /** @description The install's domains the certificate would cover */
+                        domains: string[];
+                        subject: string;
+                        issuer: string;
+                        /** @description Serial number, upper-case hex */
+                        serial: string;
+                        /** @description SHA-256 fingerprint of the end-entity certificate */
+                        fingerprint: string;
+                        /** Format: date-time */
+                        not_before: string;
+                        /** Format: date-time */
+                        not_after: string;
+                        /** @description The certificates it would replace (their covered domains it covers too) */
+                        replaces: string[];
+                        operation: "apply_routing" | null;
+                    } | {
                         /**
                          * Format: uuid
                          * @description Hostplane's id of the certificate
@@ -6164,7 +6219,10 @@ export interface operations {
     };
     copyInstall: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -6199,6 +6257,57 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Dry run: what the copy would do; nothing was changed */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "dry_run": true,
+                     *       "operation": "copy_install",
+                     *       "source_install_id": "3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f",
+                     *       "destination_install_id": "7e9f1a3b-5c7d-4e9f-8a1b-3c5d7e9f1a3b",
+                     *       "include_files": false,
+                     *       "include_db": true,
+                     *       "db_tables": [
+                     *         "wp_posts",
+                     *         "wp_postmeta"
+                     *       ],
+                     *       "notification_emails": [
+                     *         "ops@example.com"
+                     *       ],
+                     *       "expected_seconds": 120
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /**
+                         * @description The operation the copy would start
+                         * @enum {string}
+                         */
+                        operation: "copy_install";
+                        /** Format: uuid */
+                        source_install_id: string;
+                        /**
+                         * Format: uuid
+                         * @description The install that would be overwritten
+                         */
+                        destination_install_id: string;
+                        include_files: boolean;
+                        include_db: boolean;
+                        db_tables: string[] | null;
+                        /** @description Who would be mailed when it ends */
+                        notification_emails: string[];
+                        /** @description How long the copy is expected to take */
+                        expected_seconds: number;
+                    };
+                };
+            };
             /** @description Accepted */
             202: {
                 headers: {
@@ -6885,7 +6994,10 @@ export interface operations {
     };
     restoreBackup: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -6912,6 +7024,53 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Dry run: what the restore would do; nothing was changed */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "dry_run": true,
+                     *       "operation": "restore_backup",
+                     *       "install_id": "3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f",
+                     *       "backup_id": "9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *       "restore_database": true,
+                     *       "create_checkpoint": true,
+                     *       "notification_emails": [
+                     *         "ops@example.com"
+                     *       ],
+                     *       "expected_seconds": 180
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /**
+                         * @description The operation the restore would start
+                         * @enum {string}
+                         */
+                        operation: "restore_backup";
+                        /**
+                         * Format: uuid
+                         * @description The install that would be overwritten
+                         */
+                        install_id: string;
+                        /** Format: uuid */
+                        backup_id: string;
+                        restore_database: boolean;
+                        /** @description R2: a checkpoint backup would be taken first */
+                        create_checkpoint: boolean;
+                        /** @description Who would be mailed when it ends */
+                        notification_emails: string[];
+                        /** @description How long the restore is expected to take */
+                        expected_seconds: number;
+                    };
+                };
+            };
             /** @description Accepted, restore initiated */
             202: {
                 headers: {
@@ -8973,7 +9132,10 @@ export interface operations {
     };
     createAccountUser: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -9005,6 +9167,47 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Dry run: what adding the member would do; nothing was changed */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "dry_run": true,
+                     *       "account_id": "3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f",
+                     *       "email": "ana@example.com",
+                     *       "roles": "partial",
+                     *       "install_ids": [
+                     *         "9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+                     *       ],
+                     *       "new_user": true,
+                     *       "invitation_mailed_to": "ana@example.com"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /** Format: uuid */
+                        account_id: string;
+                        email: string;
+                        /**
+                         * @description U2: owner, full, full,billing, partial, partial,billing
+                         * @enum {string}
+                         */
+                        roles: "owner" | "full" | "full,billing" | "partial" | "partial,billing";
+                        /** @description The installs a partial member would see */
+                        install_ids: string[];
+                        /** @description true: a user would be made; false: a known user would join */
+                        new_user: boolean;
+                        /** @description Who would be mailed the invitation */
+                        invitation_mailed_to: string;
+                    };
+                };
+            };
             /** @description Default Response */
             201: {
                 headers: {
@@ -9342,7 +9545,10 @@ export interface operations {
     };
     deleteAccountUser: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -9355,6 +9561,40 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Dry run: what removing the member would do; nothing was changed */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "dry_run": true,
+                     *       "account_id": "3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f",
+                     *       "user_id": "7e9f1a3b-5c7d-4e9f-8a1b-3c5d7e9f1a3b",
+                     *       "roles": "full",
+                     *       "install_ids": []
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /** Format: uuid */
+                        account_id: string;
+                        /** Format: uuid */
+                        user_id: string;
+                        /**
+                         * @description The membership that would end
+                         * @enum {string}
+                         */
+                        roles: "owner" | "full" | "full,billing" | "partial" | "partial,billing";
+                        /** @description The installs the member would no longer see */
+                        install_ids: string[];
+                    };
+                };
+            };
             /** @description Deleted */
             204: {
                 headers: {
@@ -9502,7 +9742,10 @@ export interface operations {
     };
     updateAccountUser: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -9527,7 +9770,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The changed user; with `?dry_run=true`, what the call would do */
             200: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -9536,6 +9779,29 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /** Format: uuid */
+                        account_id: string;
+                        /** Format: uuid */
+                        user_id: string;
+                        roles: {
+                            /**
+                             * @description U2: owner, full, full,billing, partial, partial,billing
+                             * @enum {string}
+                             */
+                            before: "owner" | "full" | "full,billing" | "partial" | "partial,billing";
+                            /**
+                             * @description U2: owner, full, full,billing, partial, partial,billing
+                             * @enum {string}
+                             */
+                            after: "owner" | "full" | "full,billing" | "partial" | "partial,billing";
+                        };
+                        install_ids: {
+                            before: string[];
+                            after: string[];
+                        };
+                    } | {
                         message: string;
                         account_user: {
                             /** Format: uuid */
@@ -12822,7 +13088,10 @@ export interface operations {
     };
     createSiteTransfer: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
             header?: {
                 /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
                 "Idempotency-Key"?: string;
@@ -12851,6 +13120,56 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Dry run: what the transfer would do; nothing was changed */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "dry_run": true,
+                     *       "operation": "transfer_site",
+                     *       "site_id": "3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f",
+                     *       "origin_account_id": "7e9f1a3b-5c7d-4e9f-8a1b-3c5d7e9f1a3b",
+                     *       "destination_account_id": "9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *       "status": "scheduled",
+                     *       "scheduled_time": "2026-06-01T14:30:00.000Z",
+                     *       "maintenance_mode": false,
+                     *       "install_names": [
+                     *         "myinstall",
+                     *         "myinstallstg"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /**
+                         * @description The operation the transfer would start
+                         * @enum {string}
+                         */
+                        operation: "transfer_site";
+                        /** Format: uuid */
+                        site_id: string;
+                        /** Format: uuid */
+                        origin_account_id: string;
+                        /** Format: uuid */
+                        destination_account_id: string;
+                        /**
+                         * @description The status the transfer would have: pending runs now, scheduled at scheduled_time
+                         * @enum {string}
+                         */
+                        status: "pending" | "scheduled";
+                        scheduled_time: string | null;
+                        maintenance_mode: boolean;
+                        /** @description The installs that would move with the site */
+                        install_names: string[];
+                    };
+                };
+            };
             /** @description Transfer accepted */
             202: {
                 headers: {

@@ -1,7 +1,7 @@
 import { callerOf } from '../../http/auth.js';
 import { LocationHeader, withLocation } from '../../http/location.js';
 import { envelope, pageOf } from '../../http/pagination.js';
-import { errorResponses } from '../../http/schemas.js';
+import { DryRunQuery, errorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import { OperationSchema } from '../operations/operations.schemas.js';
 import { toOperation } from '../operations/operations.service.js';
@@ -13,6 +13,7 @@ import {
   BackupsQuery,
   CreateBackupBody,
   RestoreBackupBody,
+  RestoreBackupDryRun,
 } from './backups.schemas.js';
 import type { BackupRow } from './backups.service.js';
 
@@ -109,10 +110,13 @@ export function backupsRoutes({ config, services }: RouteContext): RoutesPlugin 
         schema: {
           operationId: 'restoreBackup',
           tags,
-          summary: 'Restore an install from a backup (R1-R3); 202 with the operation',
+          summary:
+            'Restore an install from a backup (R1-R3); 202 with the operation (`?dry_run=true`: what it would do, nothing changed)',
           params: BackupParams,
+          querystring: DryRunQuery,
           body: RestoreBackupBody,
           response: {
+            200: RestoreBackupDryRun,
             202: { ...OperationSchema, description: 'Accepted, restore initiated', headers: LocationHeader },
             ...errorResponses(400, 403, 404, 413, 415, 502),
           },
@@ -120,6 +124,10 @@ export function backupsRoutes({ config, services }: RouteContext): RoutesPlugin 
         config: routeConfig,
       },
       async (request, reply) => {
+        const { install_id, backup_id } = request.params;
+        if (request.query.dry_run) {
+          return services.backups.restoreDryRun(callerOf(request), install_id, backup_id, request.body);
+        }
         const operation = await services.backups.restore(
           callerOf(request),
           request.params.install_id,

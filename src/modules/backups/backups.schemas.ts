@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery, Paginated } from '../../http/pagination.js';
-import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, DryRunAnswer, Nullable, Uuid } from '../../http/schemas.js';
 import { NotificationEmails } from '../operations/operations.schemas.js';
 
 export const BACKUP_STATUSES = ['requested', 'in_progress', 'completed', 'aborted'] as const;
@@ -37,3 +37,28 @@ export const RestoreBackupBody = Type.Object({
     Type.Boolean({ default: true, description: 'R2: take a checkpoint backup before restoring' }),
   ),
 });
+
+/** Issue 22: what `POST /v1/installs/{id}/backups/{id}/restore?dry_run=true` answers. */
+export const RestoreBackupDryRun = DryRunAnswer(
+  {
+    operation: Type.Literal('restore_backup', { description: 'The operation the restore would start' }),
+    install_id: Uuid({ description: 'The install that would be overwritten' }),
+    backup_id: Uuid(),
+    restore_database: Type.Boolean(),
+    create_checkpoint: Type.Boolean({ description: 'R2: a checkpoint backup would be taken first' }),
+    notification_emails: Type.Array(Type.String(), { description: 'Who would be mailed when it ends' }),
+    expected_seconds: Type.Number({ description: 'How long the restore is expected to take' }),
+  },
+  {
+    description: 'what the restore would do',
+    example: {
+      operation: 'restore_backup',
+      install_id: '3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f',
+      backup_id: '9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+      restore_database: true,
+      create_checkpoint: true,
+      notification_emails: ['ops@example.com'],
+      expected_seconds: 180,
+    },
+  },
+);

@@ -38,6 +38,42 @@ export function createBackupsService({ db, clock, installs, operations, driver }
     return backup;
   }
 
+  /** R1: a backup of the install the caller may operate, completed (the checks before the transaction). */
+  async function restorable(caller: Caller, installId: string, backupId: string) {
+    const backup = await visibleBackup(caller, installId, backupId, 'installs:operate');
+    if (backup.status !== 'completed') {
+      throw Errors.invalidValue(
+        'backup',
+        'backup_id',
+        `Backup ${backup.id} is ${backup.status}; only a completed backup can be restored`,
+        'backup_not_completed',
+      );
+    }
+    return backup;
+  }
+
+  /** In the restore's transaction: the install locked, and idle (G12: a restore writes it). */
+  async function lockedIdle(tx: Db, installId: string) {
+    const install = await installs.lock(tx, installId);
+    if (!install) throw Errors.notFound();
+    await operations.assertIdle(tx, install, 'write', 'install_id');
+    return install;
+  }
+
+  /** R2: the restore operation's input (a checkpoint first unless refused) and its expected time. */
+  function restorePlan(input: RestoreInput) {
+    const createCheckpoint = input.create_checkpoint ?? true;
+    return {
+      input: {
+        notification_emails: input.notification_emails,
+        restore_database: input.restore_database ?? true,
+        create_checkpoint: createCheckpoint,
+      },
+      expectedSeconds:
+        driver.estimateSeconds('restore') + (createCheckpoint ? driver.estimateSeconds('backup') : 0),
+    };
+  }
+
   return {
     /** B1, B2: a `requested` backup and its operation; the job takes it from there. */
     async create(
@@ -83,31 +119,16 @@ export function createBackupsService({ db, clock, installs, operations, driver }
 
     /** R1-R3: restore an install from one of its completed backups; one restore at a time. */
     async restore(caller: Caller, installId: string, backupId: string, input: RestoreInput) {
-      const backup = await visibleBackup(caller, installId, backupId, 'installs:operate');
-      if (backup.status !== 'completed') {
-        throw Errors.invalidValue(
-          'backup',
-          'backup_id',
-          `Backup ${backup.id} is ${backup.status}; only a completed backup can be restored`,
-          'backup_not_completed',
-        );
-      }
+      const backup = await restorable(caller, installId, backupId);
+      const planned = restorePlan(input);
       return withTransaction(db, async (tx) => {
-        const install = await installs.lock(tx, installId);
-        if (!install) throw Errors.notFound();
-        await operations.assertIdle(tx, install, 'write', 'install_id');
-        const createCheckpoint = input.create_checkpoint ?? true;
+        const install = await lockedIdle(tx, installId);
         const operation = await operations.startUnlessOpen(tx, {
           install,
           type: 'restore_backup',
           resource: { type: 'backup', id: backup.id },
-          input: {
-            notification_emails: input.notification_emails,
-            restore_database: input.restore_database ?? true,
-            create_checkpoint: createCheckpoint,
-          },
-          expectedSeconds:
-            driver.estimateSeconds('restore') + (createCheckpoint ? driver.estimateSeconds('backup') : 0),
+          input: planned.input,
+          expectedSeconds: planned.expectedSeconds,
         });
         if (!operation) {
           throw Errors.valueUnavailable(
@@ -119,6 +140,21 @@ export function createBackupsService({ db, clock, installs, operations, driver }
         }
         return operation;
       });
+    },
+
+    /** Issue 22, `?dry_run=true`: the checks of `restore` (in a transaction that writes nothing) and what it would do. */
+    async restoreDryRun(caller: Caller, installId: string, backupId: string, input: RestoreInput) {
+      const backup = await restorable(caller, installId, backupId);
+      const planned = restorePlan(input);
+      await withTransaction(db, (tx) => lockedIdle(tx, installId));
+      return {
+        dry_run: true as const,
+        operation: 'restore_backup' as const,
+        install_id: installId,
+        backup_id: backup.id,
+        ...planned.input,
+        expected_seconds: planned.expectedSeconds,
+      };
     },
 
     // For the job handlers (backups.jobs.ts), in their transactions.

@@ -1,7 +1,7 @@
 import { callerOf } from '../../http/auth.js';
 import { LocationHeader, withLocation } from '../../http/location.js';
 import { pageOf } from '../../http/pagination.js';
-import { errorResponses } from '../../http/schemas.js';
+import { DryRunQuery, errorResponses, OrDryRun } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import { OperationSchema } from '../operations/operations.schemas.js';
 import { toOperation } from '../operations/operations.service.js';
@@ -12,6 +12,7 @@ import {
   DomainCertificateParams,
   DomainCertificateSchema,
   ImportCertificateBody,
+  ImportCertificateDryRun,
   InstallCertificatesParams,
   ListCertificatesQuery,
 } from './certificates.schemas.js';
@@ -65,14 +66,29 @@ export function certificatesRoutes({ config, services }: RouteContext): RoutesPl
         schema: {
           operationId: 'importThirdPartySSLCertificate',
           tags,
-          summary: 'Import a third-party certificate chain and its private key (L1, L2)',
+          summary:
+            'Import a third-party certificate chain and its private key (L1, L2; `?dry_run=true`: what it would do, nothing changed)',
           params: InstallCertificatesParams,
+          querystring: DryRunQuery,
           body: ImportCertificateBody,
-          response: { 200: CertificateSchema, ...errorResponses(400, 403, 404, 413, 415) },
+          response: {
+            200: OrDryRun(ImportCertificateDryRun, {
+              ...CertificateSchema,
+              description: 'The imported certificate',
+            }),
+            ...errorResponses(400, 403, 404, 413, 415),
+          },
         },
         config: routeConfig,
       },
       async (request) => {
+        if (request.query.dry_run) {
+          return services.certificates.importDryRun(
+            callerOf(request),
+            request.params.install_id,
+            request.body,
+          );
+        }
         const view = await services.certificates.importThirdParty(
           callerOf(request),
           request.params.install_id,

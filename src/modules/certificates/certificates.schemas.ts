@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery } from '../../http/pagination.js';
-import { DateTime, Uuid } from '../../http/schemas.js';
+import { DateTime, DryRunAnswer, Nullable, Uuid } from '../../http/schemas.js';
 
 /** Values of the platform's Certificate enums that Hostplane answers. */
 export const CERT_SOURCES = ['THIRD_PARTY'] as const;
@@ -79,3 +79,41 @@ export const CertificateOrderBody = Type.Object({
   city: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   phone: Type.Optional(Type.String({ minLength: 3, maxLength: 40, pattern: '^[0-9+().\\- ]+$' })),
 });
+
+/** Issue 22: what `POST /v1/installs/{id}/ssl_certificates/third_party?dry_run=true` answers (never the key). */
+export const ImportCertificateDryRun = DryRunAnswer(
+  {
+    install_id: Uuid(),
+    domains: Type.Array(Type.String(), { description: "The install's domains the certificate would cover" }),
+    subject: Type.String(),
+    issuer: Type.String(),
+    serial: Type.String({ description: 'Serial number, upper-case hex' }),
+    fingerprint: Type.String({ description: 'SHA-256 fingerprint of the end-entity certificate' }),
+    not_before: DateTime(),
+    not_after: DateTime(),
+    replaces: Type.Array(Uuid(), {
+      description: 'The certificates it would replace (their covered domains it covers too)',
+    }),
+    operation: Nullable(
+      Type.Literal('apply_routing', {
+        description: 'The operation the import would start: the web server serves the certificate',
+      }),
+    ),
+  },
+  {
+    description: 'what the import would do',
+    example: {
+      install_id: '3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f',
+      domains: ['example.com', 'www.example.com'],
+      subject: 'CN=example.com',
+      issuer: 'CN=Example CA',
+      serial: '1A2B3C4D',
+      fingerprint:
+        'AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89',
+      not_before: '2026-01-01T00:00:00.000Z',
+      not_after: '2026-04-01T00:00:00.000Z',
+      replaces: ['7e9f1a3b-5c7d-4e9f-8a1b-3c5d7e9f1a3b'],
+      operation: 'apply_routing',
+    },
+  },
+);

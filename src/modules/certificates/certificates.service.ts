@@ -8,7 +8,7 @@ import { Errors } from '../../errors.js';
 import type { Resealer, SecretBox } from '../../secrets.js';
 import type { DomainsService, SslStatus } from '../domains/domains.service.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
-import type { RequestRouting } from '../routing/routing.service.js';
+import { type RequestRouting, routingApplies } from '../routing/routing.service.js';
 import {
   coversDomain,
   describeIssued,
@@ -31,6 +31,9 @@ export interface CertificatesDeps {
   /** Issue 21: a stored certificate is served by the web server (routing module). */
   requestRouting: RequestRouting;
 }
+
+/** L1: an import's body (base64-encoded PEM chain and key). */
+type ImportInput = { certificate: string; private_key: string };
 
 /** A certificate row with the install's domains it covers today. */
 /** `expired`: past not_after by the injected clock (the record's status, issue 13). */
@@ -81,6 +84,31 @@ export function createCertificatesService(deps: CertificatesDeps) {
     });
   }
 
+  /** The certificates of the install that `cert` replaces: those whose covered domains it covers too. */
+  async function replacedBy(tx: Db, installId: string, cert: ValidatedImport, names: string[]) {
+    const existing = withCoverage(await repo.certificatesOfInstall(tx, installId), names);
+    return existing.filter((c) => c.domains.every((name) => cert.covered.includes(name))).map((c) => c.id);
+  }
+
+  /** L1: the checks of an import before its transaction: the install, then chain and key. */
+  async function validated(caller: Caller, installId: string, input: ImportInput) {
+    await installs.requireInstall(caller, installId, 'installs:operate');
+    const names = await domains.namesOf(installId);
+    const imported = validateImport(input, {
+      now: clock.now(),
+      domainNames: names,
+      trustedRoots: deps.trustedRoots(),
+    });
+    return { names, imported };
+  }
+
+  /** In the import's transaction: the install locked (404 once gone). */
+  async function lockedInstall(tx: Db, installId: string) {
+    const install = await installs.lock(tx, installId);
+    if (!install) throw Errors.notFound();
+    return install;
+  }
+
   /**
    * Stores a certificate and seals its key, in the caller's transaction (the install locked). It
    * replaces every certificate of the install whose covered domains it covers too.
@@ -90,10 +118,7 @@ export function createCertificatesService(deps: CertificatesDeps) {
     await deps.requestRouting(tx, install);
     const id = randomUUID();
     const sealed = secretBox.seal(cert.keyDer, id);
-    const existing = withCoverage(await repo.certificatesOfInstall(tx, installId), names);
-    const replaced = existing
-      .filter((c) => c.domains.every((name) => cert.covered.includes(name)))
-      .map((c) => c.id);
+    const replaced = await replacedBy(tx, installId, cert, names);
     await repo.deleteCertificates(tx, installId, replaced);
     await cancelExpiryWarnings(tx, replaced);
     const row = await repo.insertCertificate(tx, {
@@ -136,24 +161,37 @@ export function createCertificatesService(deps: CertificatesDeps) {
      * certificate of the install whose covered domains it covers too; their rows (and sealed keys)
      * are deleted in the same transaction.
      */
-    async importThirdParty(
-      caller: Caller,
-      installId: string,
-      input: { certificate: string; private_key: string },
-    ) {
-      await installs.requireInstall(caller, installId, 'installs:operate');
-      const names = await domains.namesOf(installId);
-      const imported = validateImport(input, {
-        now: clock.now(),
-        domainNames: names,
-        trustedRoots: deps.trustedRoots(),
-      });
-      const row = await withTransaction(db, async (tx) => {
-        const install = await installs.lock(tx, installId);
-        if (!install) throw Errors.notFound();
-        return store(tx, install, imported, names);
-      });
+    async importThirdParty(caller: Caller, installId: string, input: ImportInput) {
+      const { names, imported } = await validated(caller, installId, input);
+      const row = await withTransaction(db, async (tx) =>
+        store(tx, await lockedInstall(tx, installId), imported, names),
+      );
       return { ...row, domains: imported.covered, expired: false };
+    },
+
+    /**
+     * Issue 22, `?dry_run=true`: the checks of `importThirdParty` (in a transaction that writes
+     * nothing) and what it would do: the certificate it would store (never its key), the ones it
+     * would replace, the routing it would apply.
+     */
+    async importDryRun(caller: Caller, installId: string, input: ImportInput) {
+      const { names, imported } = await validated(caller, installId, input);
+      return withTransaction(db, async (tx) => {
+        const install = await lockedInstall(tx, installId);
+        return {
+          dry_run: true as const,
+          install_id: installId,
+          domains: imported.covered,
+          subject: imported.subject,
+          issuer: imported.issuer,
+          serial: imported.serial,
+          fingerprint: imported.fingerprint,
+          not_before: imported.notBefore.toISOString(),
+          not_after: imported.notAfter.toISOString(),
+          replaces: await replacedBy(tx, installId, imported, names),
+          operation: routingApplies(install) ? ('apply_routing' as const) : null,
+        };
+      });
     },
 
     /**

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { callerOf } from '../../http/auth.js';
 import { envelope, pageOf } from '../../http/pagination.js';
-import { errorResponses } from '../../http/schemas.js';
+import { DryRunQuery, errorResponses, OrDryRun } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import {
   BulkDomainsResponse,
@@ -13,6 +13,7 @@ import {
   InstallDomainsParams,
   ListDomainsQuery,
   UpdateDomainBody,
+  UpdateDomainDryRun,
 } from './domains.schemas.js';
 import type { DomainView } from './domains.service.js';
 
@@ -143,15 +144,23 @@ export function domainsRoutes({ config, services }: RouteContext): RoutesPlugin 
         schema: {
           operationId: 'updateDomain',
           tags,
-          summary: 'Set primary, redirect_to (or "nil") and secure_all_urls (D2-D6)',
+          summary:
+            'Set primary, redirect_to (or "nil") and secure_all_urls (D2-D6; `?dry_run=true`: what it would change, nothing changed)',
           params: DomainParams,
+          querystring: DryRunQuery,
           body: UpdateDomainBody,
-          response: { 200: DomainSchema, ...errorResponses(400, 403, 404, 413, 415) },
+          response: {
+            200: OrDryRun(UpdateDomainDryRun, { ...DomainSchema, description: 'The domain as changed' }),
+            ...errorResponses(400, 403, 404, 413, 415),
+          },
         },
         config: routeConfig,
       },
       async (request) => {
         const { install_id, domain_id } = request.params;
+        if (request.query.dry_run) {
+          return services.domains.updateDryRun(callerOf(request), install_id, domain_id, request.body);
+        }
         const view = await services.domains.update(callerOf(request), install_id, domain_id, request.body);
         return toDomain(view);
       },

@@ -1,7 +1,7 @@
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import { OWNERSHIP_STATUSES } from '../../db/schema.js';
 import { PageQuery, Paginated } from '../../http/pagination.js';
-import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, DryRunAnswer, Nullable, Uuid } from '../../http/schemas.js';
 
 /** Values of network_type (the spec lists them; new domains are on AN). */
 export const NETWORK_TYPES = ['AN', 'GES', 'LEGACY'] as const;
@@ -81,3 +81,40 @@ export const UpdateDomainBody = Type.Object({
   redirect_to: Type.Optional(RedirectTo),
   secure_all_urls: Type.Optional(Type.Boolean({ description: 'Force HTTPS' })),
 });
+
+const Change = <T extends TSchema>(value: T, description: string) =>
+  Type.Object({ before: value, after: value }, { description });
+
+/** Issue 22: what `PATCH /v1/installs/{id}/domains/{id}?dry_run=true` answers. */
+export const UpdateDomainDryRun = DryRunAnswer(
+  {
+    install_id: Uuid(),
+    domain_id: Uuid(),
+    name: Type.String(),
+    primary: Change(Type.Boolean(), 'Whether the domain is primary'),
+    redirect_to: Change(Nullable(Uuid()), 'The domain it redirects to (null: none)'),
+    secure_all_urls: Change(Type.Boolean(), 'Whether all URLs are forced to HTTPS'),
+    primary_domain: Change(
+      Nullable(Type.String()),
+      "The install's primary domain (its cname when it has none)",
+    ),
+    operation: Nullable(
+      Type.Literal('apply_routing', {
+        description: 'The operation the change would start: the web server serves the new routing',
+      }),
+    ),
+  },
+  {
+    description: 'what the change would do',
+    example: {
+      install_id: '3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f',
+      domain_id: '7e9f1a3b-5c7d-4e9f-8a1b-3c5d7e9f1a3b',
+      name: 'www.example.com',
+      primary: { before: false, after: true },
+      redirect_to: { before: null, after: null },
+      secure_all_urls: { before: false, after: false },
+      primary_domain: { before: 'example.com', after: 'www.example.com' },
+      operation: 'apply_routing',
+    },
+  },
+);

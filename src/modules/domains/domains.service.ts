@@ -7,7 +7,7 @@ import { withTransaction } from '../../db/transaction.js';
 import { Errors, type FieldError } from '../../errors.js';
 import type { EventRecorder } from '../events/events.service.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
-import type { RequestRouting } from '../routing/routing.service.js';
+import { type RequestRouting, routingApplies } from '../routing/routing.service.js';
 import { VERIFICATION_VALUE_PREFIX, verificationRecordName } from './domain-name.js';
 import * as repo from './domains.repo.js';
 import {
@@ -134,6 +134,20 @@ export function createDomainsService(deps: DomainsDeps) {
     );
   }
 
+  /** D3-D5 in the transaction (the install locked): the domain and what it would become. */
+  async function checkedUpdate(tx: Db, installId: string, domainId: string, input: UpdateDomainInput) {
+    const domain = await repo.findDomain(tx, installId, domainId);
+    if (!domain) throw Errors.notFound();
+    const next = await checkUpdate(tx, domain, input);
+    const secure = input.secure_all_urls ?? domain.secure_all_urls;
+    // What the install's server blocks carry (issue 21): a change of one re-applies its routing.
+    const routed =
+      next.primary !== domain.primary ||
+      next.redirect !== domain.redirect_to_id ||
+      secure !== domain.secure_all_urls;
+    return { domain, next, routed };
+  }
+
   const verify = createDomainVerification({ ...deps, locked });
 
   async function readable(caller: Caller, installId: string) {
@@ -173,16 +187,8 @@ export function createDomainsService(deps: DomainsDeps) {
     async update(caller: Caller, installId: string, domainId: string, input: UpdateDomainInput) {
       const install = await writable(caller, installId);
       await locked(installId, async (tx, current) => {
-        const domain = await repo.findDomain(tx, installId, domainId);
-        if (!domain) throw Errors.notFound();
-        const next = await checkUpdate(tx, domain, input);
-        const secure = input.secure_all_urls ?? domain.secure_all_urls;
-        if (
-          next.primary !== domain.primary ||
-          next.redirect !== domain.redirect_to_id ||
-          secure !== domain.secure_all_urls
-        )
-          await deps.requestRouting(tx, current);
+        const { domain, next, routed } = await checkedUpdate(tx, installId, domainId, input);
+        if (routed) await deps.requestRouting(tx, current);
         if (next.primary && !domain.primary) {
           await repo.clearPrimary(tx, installId);
           await installs.setPrimaryDomain(tx, installId, domain.name);
@@ -196,6 +202,36 @@ export function createDomainsService(deps: DomainsDeps) {
         });
       });
       return viewOne(install, domainId);
+    },
+
+    /**
+     * Issue 22, `?dry_run=true`: the checks of `update` (in a transaction that writes nothing) and
+     * what it would change: the domain, the install's primary domain, the routing it would apply.
+     */
+    async updateDryRun(caller: Caller, installId: string, domainId: string, input: UpdateDomainInput) {
+      await writable(caller, installId);
+      return locked(installId, async (tx, current) => {
+        const { domain, next, routed } = await checkedUpdate(tx, installId, domainId, input);
+        const primaryAfter = next.primary
+          ? domain.name
+          : domain.primary
+            ? `${current.name}.${installDomain}`
+            : current.primary_domain;
+        return {
+          dry_run: true as const,
+          install_id: installId,
+          domain_id: domainId,
+          name: domain.name,
+          primary: { before: domain.primary, after: next.primary },
+          redirect_to: { before: domain.redirect_to_id, after: next.redirect },
+          secure_all_urls: {
+            before: domain.secure_all_urls,
+            after: input.secure_all_urls ?? domain.secure_all_urls,
+          },
+          primary_domain: { before: current.primary_domain, after: primaryAfter },
+          operation: routed && routingApplies(current) ? ('apply_routing' as const) : null,
+        };
+      });
     },
 
     /** Refused (400) for the primary domain and for a redirect target: removing them would break traffic. */

@@ -24,13 +24,16 @@ type LockedInstall = Pick<InstallRow, 'id' | 'account_id' | 'status'>;
 /** In the caller's transaction: routing applied after it commits (nothing for a pending install). */
 export type RequestRouting = (tx: Db, install: LockedInstall) => Promise<void>;
 
+/** Whether a change of the install's routing starts `apply_routing` (a dry run says so too). */
+export const routingApplies = (install: Pick<InstallRow, 'status'>) => install.status === 'active';
+
 export function createRoutingRequests(deps: {
   operations: Pick<OperationRecords, 'startCoalesced'>;
   driver: Pick<HostingDriver, 'estimateSeconds'>;
 }): RequestRouting {
   return async (tx, install) => {
     // A pending install is routed when its provisioning completes (installs.jobs.ts).
-    if (install.status !== 'active') return;
+    if (!routingApplies(install)) return;
     await deps.operations.startCoalesced(tx, {
       install,
       type: 'apply_routing',

@@ -2,11 +2,12 @@ import { Type } from 'typebox';
 import { callerOf } from '../../http/auth.js';
 import { LocationHeader, withLocation } from '../../http/location.js';
 import { envelope, pageOf } from '../../http/pagination.js';
-import { errorResponses } from '../../http/schemas.js';
+import { DryRunQuery, errorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import {
   AccountTransfersParams,
   CreateSiteTransferBody,
+  SiteTransferDryRun,
   SiteTransferList,
   SiteTransferParams,
   SiteTransferSchema,
@@ -89,10 +90,13 @@ export function siteTransfersRoutes({ config, services }: RouteContext): RoutesP
         schema: {
           operationId: 'createSiteTransfer',
           tags,
-          summary: 'Initiate a site transfer (T2-T8); 202 with the record and its operation in Location',
+          summary:
+            'Initiate a site transfer (T2-T8); 202 with the record and its operation in Location (`?dry_run=true`: what it would do, nothing changed)',
           params: SiteTransfersParams,
+          querystring: DryRunQuery,
           body: CreateSiteTransferBody,
           response: {
+            200: SiteTransferDryRun,
             202: { ...SiteTransferSchema, description: 'Transfer accepted', headers: LocationHeader },
             ...errorResponses(400, 403, 404, 409, 413, 415, 422),
           },
@@ -100,6 +104,9 @@ export function siteTransfersRoutes({ config, services }: RouteContext): RoutesP
         config: routeConfig,
       },
       async (request, reply) => {
+        if (request.query.dry_run) {
+          return services.siteTransfers.createDryRun(callerOf(request), request.params.site_id, request.body);
+        }
         const { transfer, operation } = await services.siteTransfers.create(
           callerOf(request),
           request.params.site_id,

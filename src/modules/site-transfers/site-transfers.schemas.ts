@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { PageQuery, Paginated } from '../../http/pagination.js';
-import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, DryRunAnswer, Nullable, Uuid } from '../../http/schemas.js';
 
 /** T9: every status a transfer can have. */
 export const TRANSFER_STATUSES = [
@@ -56,4 +56,34 @@ export const CreateSiteTransferBody = Type.Object(
     ),
   },
   { description: 'A site transfer request' },
+);
+
+/** Issue 22: what `POST /v1/sites/{id}/site_transfers?dry_run=true` answers. */
+export const SiteTransferDryRun = DryRunAnswer(
+  {
+    operation: Type.Literal('transfer_site', { description: 'The operation the transfer would start' }),
+    site_id: Uuid(),
+    origin_account_id: Uuid(),
+    destination_account_id: Uuid(),
+    status: Type.String({
+      enum: ['pending', 'scheduled'],
+      description: 'The status the transfer would have: pending runs now, scheduled at scheduled_time',
+    }),
+    scheduled_time: Nullable(DateTime()),
+    maintenance_mode: Type.Boolean(),
+    install_names: Type.Array(Type.String(), { description: 'The installs that would move with the site' }),
+  },
+  {
+    description: 'what the transfer would do',
+    example: {
+      operation: 'transfer_site',
+      site_id: '3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f',
+      origin_account_id: '7e9f1a3b-5c7d-4e9f-8a1b-3c5d7e9f1a3b',
+      destination_account_id: '9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+      status: 'scheduled',
+      scheduled_time: '2026-06-01T14:30:00.000Z',
+      maintenance_mode: false,
+      install_names: ['myinstall', 'myinstallstg'],
+    },
+  },
 );

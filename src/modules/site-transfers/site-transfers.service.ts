@@ -98,13 +98,8 @@ export function createSiteTransfersService(deps: SiteTransfersDeps) {
     return checked.at;
   }
 
-  async function insert(
-    tx: Db,
-    siteId: string,
-    originId: string,
-    input: CreateTransferInput,
-    at: Date | null,
-  ) {
+  /** T4, T5, T7 in the transaction (the site locked): what the transfer needs; nothing written. */
+  async function check(tx: Db, siteId: string, originId: string, input: CreateTransferInput) {
     const site = await repo.lockSiteRow(tx, siteId);
     if (!site || site.account_id !== originId) throw Errors.notFound();
     const problem = siteProblem(site);
@@ -114,6 +109,17 @@ export function createSiteTransfersService(deps: SiteTransfersDeps) {
     if (ineligible || !destination)
       throw Errors.conflict(ineligible ?? 'Destination account is not eligible');
     if (await repo.activeOfSite(tx, siteId)) throw activeConflict(siteId);
+    return { site, destination, installNames: await repo.installNamesOfSite(tx, siteId) };
+  }
+
+  async function insert(
+    tx: Db,
+    siteId: string,
+    originId: string,
+    input: CreateTransferInput,
+    at: Date | null,
+  ) {
+    const { site, destination, installNames } = await check(tx, siteId, originId, input);
     const origin = await repo.findAccountRow(tx, originId);
     const now = clock.now();
     const transfer = await repo.insertTransfer(tx, {
@@ -123,7 +129,7 @@ export function createSiteTransfersService(deps: SiteTransfersDeps) {
       status: at ? 'scheduled' : 'pending',
       // T10: the names as they are now.
       site_name: site.name,
-      install_names: await repo.installNamesOfSite(tx, siteId),
+      install_names: installNames,
       origin_account_name: origin?.name ?? originId,
       destination_account_name: destination.name,
       scheduled_time: at,
@@ -161,6 +167,26 @@ export function createSiteTransfersService(deps: SiteTransfersDeps) {
         if (!(err instanceof AppError) && sqlState(err)?.code === '23505') throw activeConflict(siteId);
         throw err;
       }
+    },
+
+    /** Issue 22, `?dry_run=true`: the checks of `create` (in a transaction that writes nothing) and what it would do. */
+    async createDryRun(caller: Caller, siteId: string, input: CreateTransferInput) {
+      const site = await sites.requireSite(caller, siteId, 'transfers:manage');
+      const at = checkRequest(caller, site.account_id, input);
+      const { destination, installNames } = await withTransaction(db, (tx) =>
+        check(tx, siteId, site.account_id, input),
+      );
+      return {
+        dry_run: true as const,
+        operation: 'transfer_site' as const,
+        site_id: siteId,
+        origin_account_id: site.account_id,
+        destination_account_id: destination.id,
+        status: at ? ('scheduled' as const) : ('pending' as const),
+        scheduled_time: at?.toISOString() ?? null,
+        maintenance_mode: input.maintenance_mode ?? false,
+        install_names: installNames,
+      };
     },
 
     /** T1: the transfers initiated from the account; owner or full,billing (A3). */

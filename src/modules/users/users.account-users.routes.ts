@@ -1,7 +1,7 @@
 import { type TSchema, Type } from 'typebox';
 import { callerOf } from '../../http/auth.js';
 import { baseUrl, envelope, PageQuery, pageOf } from '../../http/pagination.js';
-import { errorResponses, publicErrorResponses } from '../../http/schemas.js';
+import { DryRunQuery, errorResponses, OrDryRun, publicErrorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import { AccountParams } from '../accounts/accounts.schemas.js';
 import {
@@ -10,9 +10,12 @@ import {
   AccountUserParams,
   AccountUserSchema,
   CreateAccountUserBody,
+  CreateAccountUserDryRun,
+  DeleteAccountUserDryRun,
   InvitationAccepted,
   InvitationParams,
   UpdateAccountUserBody,
+  UpdateAccountUserDryRun,
 } from './users.account-users.schemas.js';
 import type { AccountUserRow } from './users.account-users.service.js';
 
@@ -65,14 +68,24 @@ export function accountUsersRoutes({ config, services }: RouteContext): RoutesPl
         schema: {
           operationId: 'createAccountUser',
           tags,
-          summary: 'Add a user to an account and e-mail them an invitation',
+          summary:
+            'Add a user to an account and e-mail them an invitation (`?dry_run=true`: what it would do, nothing changed)',
           params: AccountParams,
+          querystring: DryRunQuery,
           body: CreateAccountUserBody,
-          response: { 201: AccountUserChanged, ...errorResponses(400, 403, 404, 413, 415) },
+          response: {
+            200: CreateAccountUserDryRun,
+            201: AccountUserChanged,
+            ...errorResponses(400, 403, 404, 413, 415),
+          },
         },
         config: { resource },
       },
       async (request, reply) => {
+        if (request.query.dry_run) {
+          const { account_id } = request.params;
+          return services.accountUsers.inviteDryRun(callerOf(request), account_id, request.body.user);
+        }
         const row = await services.accountUsers.create(
           callerOf(request),
           request.params.account_id,
@@ -107,15 +120,26 @@ export function accountUsersRoutes({ config, services }: RouteContext): RoutesPl
         schema: {
           operationId: 'updateAccountUser',
           tags,
-          summary: "Change a user's roles and install_ids",
+          summary:
+            "Change a user's roles and install_ids (`?dry_run=true`: what it would change, nothing changed)",
           params: AccountUserParams,
+          querystring: DryRunQuery,
           body: UpdateAccountUserBody,
-          response: { 200: AccountUserChanged, ...errorResponses(400, 403, 404, 413, 415) },
+          response: {
+            200: OrDryRun(UpdateAccountUserDryRun, {
+              ...AccountUserChanged,
+              description: 'The changed user',
+            }),
+            ...errorResponses(400, 403, 404, 413, 415),
+          },
         },
         config: { resource },
       },
       async (request) => {
         const { account_id, user_id } = request.params;
+        if (request.query.dry_run) {
+          return services.accountUsers.updateDryRun(callerOf(request), account_id, user_id, request.body);
+        }
         const row = await services.accountUsers.update(callerOf(request), account_id, user_id, request.body);
         return { message: SUCCESS, account_user: toAccountUser(row) };
       },
@@ -127,14 +151,22 @@ export function accountUsersRoutes({ config, services }: RouteContext): RoutesPl
         schema: {
           operationId: 'deleteAccountUser',
           tags,
-          summary: 'Remove a user from an account',
+          summary: 'Remove a user from an account (`?dry_run=true`: what it would do, nothing changed)',
           params: AccountUserParams,
-          response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses(400, 403, 404) },
+          querystring: DryRunQuery,
+          response: {
+            200: DeleteAccountUserDryRun,
+            204: Type.Null({ description: 'Deleted' }),
+            ...errorResponses(400, 403, 404),
+          },
         },
         config: { resource },
       },
       async (request, reply) => {
         const { account_id, user_id } = request.params;
+        if (request.query.dry_run) {
+          return services.accountUsers.removeDryRun(callerOf(request), account_id, user_id);
+        }
         await services.accountUsers.remove(callerOf(request), account_id, user_id);
         return reply.status(204).send(null);
       },

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { ROLES } from '../../auth/access.js';
 import { Paginated } from '../../http/pagination.js';
-import { Nullable, Uuid } from '../../http/schemas.js';
+import { DryRunAnswer, Nullable, Uuid } from '../../http/schemas.js';
 
 const Roles = Type.String({
   enum: [...ROLES],
@@ -71,3 +71,62 @@ export const InvitationAccepted = Type.Object({
     ),
   ),
 });
+
+const EXAMPLE_ACCOUNT = '3c1d5e7f-9a0b-4c2d-8e4f-6a8b0c2d4e6f';
+const EXAMPLE_USER = '7e9f1a3b-5c7d-4e9f-8a1b-3c5d7e9f1a3b';
+
+/** Issue 22: what `POST /v1/accounts/{id}/account_users?dry_run=true` answers. */
+export const CreateAccountUserDryRun = DryRunAnswer(
+  {
+    account_id: Uuid(),
+    email: Type.String(),
+    roles: Roles,
+    install_ids: Type.Array(Uuid(), { description: 'The installs a partial member would see' }),
+    new_user: Type.Boolean({ description: 'true: a user would be made; false: a known user would join' }),
+    invitation_mailed_to: Type.String({ description: 'Who would be mailed the invitation' }),
+  },
+  {
+    description: 'what adding the member would do',
+    example: {
+      account_id: EXAMPLE_ACCOUNT,
+      email: 'ana@example.com',
+      roles: 'partial',
+      install_ids: ['9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d'],
+      new_user: true,
+      invitation_mailed_to: 'ana@example.com',
+    },
+  },
+);
+
+/** Issue 22: what `PATCH /v1/accounts/{id}/account_users/{id}?dry_run=true` answers. */
+export const UpdateAccountUserDryRun = DryRunAnswer(
+  {
+    account_id: Uuid(),
+    user_id: Uuid(),
+    roles: Type.Object({ before: Roles, after: Roles }),
+    install_ids: Type.Object({ before: Type.Array(Uuid()), after: Type.Array(Uuid()) }),
+  },
+  {
+    description: 'what the role change would do',
+    example: {
+      account_id: EXAMPLE_ACCOUNT,
+      user_id: EXAMPLE_USER,
+      roles: { before: 'full', after: 'partial' },
+      install_ids: { before: [], after: ['9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d'] },
+    },
+  },
+);
+
+/** Issue 22: what `DELETE /v1/accounts/{id}/account_users/{id}?dry_run=true` answers. */
+export const DeleteAccountUserDryRun = DryRunAnswer(
+  {
+    account_id: Uuid(),
+    user_id: Uuid(),
+    roles: { ...Roles, description: 'The membership that would end' },
+    install_ids: Type.Array(Uuid(), { description: 'The installs the member would no longer see' }),
+  },
+  {
+    description: 'what removing the member would do',
+    example: { account_id: EXAMPLE_ACCOUNT, user_id: EXAMPLE_USER, roles: 'full', install_ids: [] },
+  },
+);

@@ -42,7 +42,62 @@ export interface InvitationsDeps {
 export function createInvitationsService({ db, clock, outbox, authenticator, events }: InvitationsDeps) {
   const changing = membershipChange(db, authenticator);
 
+  /** U1: what can be decided from the caller and the body alone. */
+  function checkRequest(caller: Caller, accountId: string, input: NewAccountUser) {
+    requireAccount(caller, accountId, 'users:manage');
+    if (input.account_id !== accountId) {
+      throw Errors.invalidValue(
+        'account_user',
+        'user.account_id',
+        `user.account_id must be the account of the path (${accountId})`,
+      );
+    }
+  }
+
+  /**
+   * U2-U4 in the transaction (the account locked): no escalation, the scope, not a member already.
+   * The user the e-mail names, if it exists. Nothing written.
+   */
+  async function check(tx: Db, caller: Caller, accountId: string, input: NewAccountUser) {
+    const account = await repo.lockAccount(tx, accountId);
+    if (!account) throw Errors.notFound();
+    const own = await managerRole(tx, caller, accountId);
+    const roles = asRole(input.roles, 'user.roles');
+    if (RANK[roles] > RANK[own]) throw Errors.forbidden();
+    const scope = await checkedScope(tx, accountId, roles, input.install_ids ?? [], 'user.install_ids');
+    const existing = await users.findUserByEmail(tx, input.email);
+    if (existing && (await repo.roleOf(tx, accountId, existing.id))) {
+      throw Errors.valueUnavailable(
+        'account_user',
+        'user.email',
+        `${input.email} is already a user of this account`,
+        'already_member',
+      );
+    }
+    return { account, roles, scope, existing };
+  }
+
   return {
+    /**
+     * Issue 22, `?dry_run=true`: the checks of `invite` (in a transaction that writes nothing) and
+     * what it would do: the membership, whether a user would be made, who would be mailed.
+     */
+    async inviteDryRun(caller: Caller, accountId: string, input: NewAccountUser) {
+      checkRequest(caller, accountId, input);
+      const { roles, scope, existing } = await withTransaction(db, (tx) =>
+        check(tx, caller, accountId, input),
+      );
+      return {
+        dry_run: true as const,
+        account_id: accountId,
+        email: existing?.email ?? input.email,
+        roles,
+        install_ids: scope,
+        new_user: existing === null,
+        invitation_mailed_to: existing?.email ?? input.email,
+      };
+    },
+
     /**
      * U1-U4: adds a member and returns its user id. A new e-mail becomes a user with an invitation (a
      * single-use link, valid 7 days, mailed through the outbox); a user known from another account
@@ -50,40 +105,21 @@ export function createInvitationsService({ db, clock, outbox, authenticator, eve
      * base of the link.
      */
     async invite(caller: Caller, accountId: string, input: NewAccountUser, acceptBase: string) {
-      requireAccount(caller, accountId, 'users:manage');
-      if (input.account_id !== accountId) {
-        throw Errors.invalidValue(
-          'account_user',
-          'user.account_id',
-          `user.account_id must be the account of the path (${accountId})`,
-        );
-      }
+      checkRequest(caller, accountId, input);
       const token = randomBytes(32).toString('base64url');
       const now = clock.now();
       const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS);
       try {
         return await changing(async (tx) => {
-          const account = await repo.lockAccount(tx, accountId);
-          if (!account) throw Errors.notFound();
-          const own = await managerRole(tx, caller, accountId);
-          const roles = asRole(input.roles, 'user.roles');
-          if (RANK[roles] > RANK[own]) throw Errors.forbidden();
-          const scope = await checkedScope(tx, accountId, roles, input.install_ids ?? [], 'user.install_ids');
-          let user = await users.findUserByEmail(tx, input.email);
-          if (user && (await repo.roleOf(tx, accountId, user.id))) {
-            throw Errors.valueUnavailable(
-              'account_user',
-              'user.email',
-              `${input.email} is already a user of this account`,
-              'already_member',
-            );
-          }
-          user ??= await users.insertUser(tx, {
-            email: input.email,
-            first_name: input.first_name,
-            last_name: input.last_name,
-            created_at: now,
-          });
+          const { account, roles, scope, existing } = await check(tx, caller, accountId, input);
+          const user =
+            existing ??
+            (await users.insertUser(tx, {
+              email: input.email,
+              first_name: input.first_name,
+              last_name: input.last_name,
+              created_at: now,
+            }));
           await users.putMembership(tx, accountId, user.id, roles, scope);
           await repo.insertInvitation(tx, {
             account_id: accountId,
