@@ -339,7 +339,13 @@ describe('updateDomain ?dry_run=true (issue 22)', () => {
       secure_all_urls: true,
     });
     assert.deepEqual(same.secure_all_urls, { before: false, after: true });
-    assert.equal(same.operation, null, 'nothing to route');
+    // secure_all_urls is in the install's server blocks (issue 21): it re-applies the routing too.
+    assert.equal(same.operation, 'apply_routing');
+    const unchanged = await dryRun(w, w.owner.client, 'PATCH', url(w.install.id, second.id), {
+      secure_all_urls: false,
+      primary: false,
+    });
+    assert.equal(unchanged.operation, null, 'nothing to route');
     const domain = await w.owner.client.get(url(w.install.id, second.id));
     assert.equal(domain.body.primary, false);
     assert.equal(domain.body.secure_all_urls, false);
