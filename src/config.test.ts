@@ -196,10 +196,11 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ HTTP_DRAIN_MB: '0' }).http.drainBytes, 0);
   });
 
-  it('issue 20: password hashing and failed sign-in limits default to 2 / 64 and 5 / 20 / 100 a minute, and are checked', () => {
+  it('issue 20: password hashing (2 at once, 64 waiting, cost 2^15) and failed sign-in limits (5 / 20 / 100 a minute) default so, and are checked', () => {
     assert.deepEqual(loadConfig({}).authLimits, {
       hashConcurrency: 2,
       hashQueue: 64,
+      hashCost: 15,
       failureWindowSeconds: 60,
       failuresPerIp: 20,
       failuresPerIpUser: 5,
@@ -209,8 +210,11 @@ describe('loadConfig', () => {
       AUTH_HASH_CONCURRENCY: '0',
       AUTH_FAILURE_WINDOW_SECONDS: '0',
       AUTH_HASH_QUEUE: 'x',
+      PASSWORD_HASH_COST: '9',
     });
-    assert.equal(problems.length, 3);
+    assert.equal(problems.length, 4);
+    assert.equal(problemsOf({ PASSWORD_HASH_COST: '18' }).length, 1);
+    assert.equal(loadConfig({ PASSWORD_HASH_COST: '12' }).authLimits.hashCost, 12);
     assert.match(problems.join('\n'), /AUTH_HASH_CONCURRENCY.*AUTH_HASH_QUEUE.*AUTH_FAILURE_WINDOW_SECONDS/s);
     assert.equal(loadConfig({ AUTH_FAILURES_PER_IP: '0' }).authLimits.failuresPerIp, 0);
   });

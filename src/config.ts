@@ -156,6 +156,11 @@ export interface AuthLimitsConfig {
   readonly hashConcurrency: number;
   /** `AUTH_HASH_QUEUE`, default 64: verifications waiting for a slot; one more answers 503 at once. */
   readonly hashQueue: number;
+  /**
+   * `PASSWORD_HASH_COST`, default 15 (10-17): new credentials' scrypt N = 2^cost. Stored hashes keep
+   * their own N. Lower it only for tests (docs/decisions.md #120).
+   */
+  readonly hashCost: number;
   /** `AUTH_FAILURE_WINDOW_SECONDS`, default 60: the window failed sign-ins are counted in. */
   readonly failureWindowSeconds: number;
   /** `AUTH_FAILURES_PER_IP`, default 20: failures from one client address in a window, then 429. */
@@ -495,6 +500,7 @@ export function loadConfig(env: Env = process.env): Config {
     authLimits: Object.freeze({
       hashConcurrency: intVar(env, 'AUTH_HASH_CONCURRENCY', 2, 1, 256, problems),
       hashQueue: intVar(env, 'AUTH_HASH_QUEUE', 64, 0, 100_000, problems),
+      hashCost: intVar(env, 'PASSWORD_HASH_COST', 15, 10, 17, problems),
       failureWindowSeconds: intVar(env, 'AUTH_FAILURE_WINDOW_SECONDS', 60, 1, 86_400, problems),
       failuresPerIp: intVar(env, 'AUTH_FAILURES_PER_IP', 20, 0, 1_000_000, problems),
       failuresPerIpUser: intVar(env, 'AUTH_FAILURES_PER_IP_USER', 5, 0, 1_000_000, problems),

@@ -84,13 +84,14 @@ export interface ServiceDeps {
  */
 export function createServices({ config, database, clock, secretKey, queue, driver, mailer }: ServiceDeps) {
   const db = database.db;
-  const { hashConcurrency, hashQueue, ...failures } = config.authLimits;
+  const { hashConcurrency, hashQueue, hashCost, ...failures } = config.authLimits;
   const authenticator = createAuthenticator({
     db,
     clock,
     cacheSeconds: config.authCacheSeconds,
     hashing: { concurrency: hashConcurrency, queue: hashQueue },
     failures,
+    hashCost,
   });
   // Issue 22: scoped credentials' expiry, IP allow-list and last use (per process).
   const credentialGate = createCredentialGate({ db, clock });

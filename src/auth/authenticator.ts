@@ -13,7 +13,13 @@ import {
   readFreshness,
 } from './auth.repo.js';
 import { credentialIdOf, narrow, verifySecret } from './credentials.js';
-import { createHashGate, DUMMY_HASH_PROMISE, type HashGateOptions, type HashGateStats } from './passwords.js';
+import {
+  createHashGate,
+  DEFAULT_HASH_COST,
+  type HashGateOptions,
+  type HashGateStats,
+  hashPassword,
+} from './passwords.js';
 
 export interface AuthenticatorOptions {
   db: Db;
@@ -26,6 +32,8 @@ export interface AuthenticatorOptions {
   hashing?: HashGateOptions;
   /** Issue 20: failed sign-ins counted before a hash is spent (default: none counted). */
   failures?: AttemptLimits | null;
+  /** PASSWORD_HASH_COST: new password hashes (and the unknown-username dummy) use N = 2^cost (default 15). */
+  hashCost?: number;
 }
 
 /** Who asks for a verification (the auth hook): the client address, and whether it is still there. */
@@ -103,7 +111,15 @@ export function createAuthenticator({
   maxEntries = 10_000,
   hashing = { concurrency: 2, queue: 64 },
   failures = null,
+  hashCost = DEFAULT_HASH_COST,
 }: AuthenticatorOptions) {
+  // A hash of a password nobody has, at this process's cost: verified when the username is unknown,
+  // so that timing tells nothing (made once, at the first such request).
+  let dummy: Promise<string> | null = null;
+  const dummyHash = () => {
+    dummy ??= hashPassword(randomBytes(16).toString('hex'), hashCost);
+    return dummy;
+  };
   const cacheKey = randomBytes(32);
   const cache = new Map<string, Entry>();
   // Issue 20 (docs/decisions.md #111): pairs that did NOT match, each with the stored hash it was
@@ -290,7 +306,7 @@ export function createAuthenticator({
     } else {
       const storedHash = credential?.password_hash ?? null;
       if (knownMismatch(key, storedHash)) return null;
-      const ok = await gate.verify(password, storedHash ?? (await DUMMY_HASH_PROMISE()), alive);
+      const ok = await gate.verify(password, storedHash ?? (await dummyHash()), alive);
       if (!ok) {
         rememberMismatch(key, storedHash);
         return null;
@@ -367,6 +383,8 @@ export function createAuthenticator({
   return {
     verify,
     cached,
+    /** A new credential's stored hash, at this process's cost (PASSWORD_HASH_COST). */
+    hashPassword: (password: string) => hashPassword(password, hashCost),
     sync,
     freshness,
     /** True for a caller taken from the cache before the last invalidation (verify it again). */

@@ -9,17 +9,21 @@ const scrypt = promisify(scryptCb) as (
   options: object,
 ) => Promise<Buffer>;
 
-// scrypt parameters (N=2^15, r=8, p=1: about 30-60 ms here; 32 MiB of memory per hash).
-const N = 32768;
+// scrypt parameters: N=2^cost (PASSWORD_HASH_COST, default 15: about 30-110 ms here and 32 MiB of
+// memory per hash), r=8, p=1. A stored hash carries its own N, so a hash made at another cost still
+// verifies (docs/decisions.md #120).
+export const DEFAULT_HASH_COST = 15;
 const R = 8;
 const P = 1;
 const KEY_LENGTH = 32;
-const MAX_MEM = 64 * 1024 * 1024;
+/** What scrypt needs for N and r (128 * N * r bytes), with room to spare (Node refuses at the limit). */
+const maxMemOf = (n: number, r: number) => 2 * 128 * n * r;
 
-/** Hashes a password as `scrypt$N$r$p$salt$hash` (base64url parts). */
-export async function hashPassword(password: string): Promise<string> {
+/** Hashes a password as `scrypt$N$r$p$salt$hash` (base64url parts), N = 2^cost. */
+export async function hashPassword(password: string, cost = DEFAULT_HASH_COST): Promise<string> {
+  const N = 2 ** cost;
   const salt = randomBytes(16);
-  const hash = await scrypt(password, salt, KEY_LENGTH, { N, r: R, p: P, maxmem: MAX_MEM });
+  const hash = await scrypt(password, salt, KEY_LENGTH, { N, r: R, p: P, maxmem: maxMemOf(N, R) });
   return ['scrypt', N, R, P, salt.toString('base64url'), hash.toString('base64url')].join('$');
 }
 
@@ -32,7 +36,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
     N: Number(n),
     r: Number(r),
     p: Number(p),
-    maxmem: MAX_MEM,
+    maxmem: maxMemOf(Number(n), Number(r)),
   });
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
@@ -102,15 +106,6 @@ export function createHashGate({ concurrency, queue }: HashGateOptions) {
 }
 
 export type HashGate = ReturnType<typeof createHashGate>;
-
-/** A hash of a password nobody has, verified when the username is unknown so timing reveals nothing. */
-export const DUMMY_HASH_PROMISE: () => Promise<string> = (() => {
-  let cached: Promise<string> | null = null;
-  return () => {
-    cached ??= hashPassword(randomBytes(16).toString('hex'));
-    return cached;
-  };
-})();
 
 /** New credential: a readable username and a long random password (shown once). */
 export function generateCredential(): { username: string; password: string } {

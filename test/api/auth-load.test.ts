@@ -11,7 +11,8 @@ import { basic, buildTestApp, type Res, type StartedApp, startApp } from '../sup
 // Issue 20, defects 1 and 6: password hashes under load. Setup goes through one app; each test builds
 // its own app on the same database (its own credential cache, hash gate and failure counters), and
 // counts hashes with hostplane_password_hashes_total on its GET /metrics.
-const t = await buildTestApp();
+// Production-cost hashes (the harness's default is cheaper): the credentials below are stored at it.
+const t = await buildTestApp({ env: { PASSWORD_HASH_COST: '15' } });
 const f = factories(t);
 const acct = await f.account();
 const member = () => f.user([{ account_id: acct.id, roles: 'owner' }]);
@@ -23,6 +24,7 @@ await f.site(alice.client, acct.id);
 async function appWith(test: TestContext, env: Record<string, string> = {}): Promise<StartedApp> {
   // The production defaults (the harness turns the failure counters off for other files).
   const defaults = {
+    PASSWORD_HASH_COST: '15',
     AUTH_CACHE_SECONDS: '10',
     AUTH_FAILURES_PER_IP: '20',
     AUTH_FAILURES_PER_IP_USER: '5',

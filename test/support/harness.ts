@@ -210,6 +210,9 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     AUTH_FAILURES_PER_IP: '0',
     AUTH_FAILURES_PER_IP_USER: '0',
     AUTH_FAILURES_PER_USER: '0',
+    // New credentials hashed at N=2^10, not 2^15 (each was ~0.1 CPU-s, ~1,450 per run: docs/decisions.md
+    // #120); test/api/auth-load.test.ts hashes at the production cost.
+    PASSWORD_HASH_COST: '10',
     HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
     HOSTPLANE_SECRET_KEY: SECRET_KEY,
     HOSTPLANE_CLOCK: 'manual',

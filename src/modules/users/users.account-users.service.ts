@@ -21,7 +21,7 @@ export interface AccountUsersDeps {
   db: Db;
   clock: Clock;
   outbox: Pick<Outbox, 'add'>;
-  authenticator: Pick<Authenticator, 'membershipsChanged' | 'invalidate'>;
+  authenticator: Pick<Authenticator, 'membershipsChanged' | 'invalidate' | 'hashPassword'>;
   /** Issue 22: `user.invited` and `user.removed`, in the transactions of the membership changes. */
   events?: EventRecorder;
 }

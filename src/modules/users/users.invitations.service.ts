@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Caller } from '../../auth/access.js';
 import { requireAccount } from '../../auth/access.js';
 import type { Authenticator } from '../../auth/authenticator.js';
-import { generateCredential, hashPassword } from '../../auth/passwords.js';
+import { generateCredential } from '../../auth/passwords.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { sqlState } from '../../db/errors.js';
@@ -33,7 +33,7 @@ export interface InvitationsDeps {
   db: Db;
   clock: Clock;
   outbox: Pick<Outbox, 'add'>;
-  authenticator: Pick<Authenticator, 'membershipsChanged' | 'invalidate'>;
+  authenticator: Pick<Authenticator, 'membershipsChanged' | 'invalidate' | 'hashPassword'>;
   /** Issue 22: `user.invited` and `user.removed`, in the transactions of the membership changes. */
   events?: EventRecorder;
 }
@@ -174,7 +174,7 @@ export function createInvitationsService({ db, clock, outbox, authenticator, eve
     async accept(token: string) {
       // The hash runs before the transaction (no heavy crypto inside one); unused for existing users.
       const credential = generateCredential();
-      const passwordHash = await hashPassword(credential.password);
+      const passwordHash = await authenticator.hashPassword(credential.password);
       return withTransaction(db, async (tx) => {
         const invitation = await repo.lockInvitation(tx, hashToken(token));
         if (!invitation) throw Errors.notFound();

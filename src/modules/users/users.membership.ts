@@ -70,7 +70,7 @@ export type MembershipChange = <T>(fn: (tx: Db) => Promise<T>) => Promise<T>;
 /** Commits a membership change: every process's credential cache drops it (decisions.md #7). */
 export function membershipChange(
   db: Db,
-  authenticator: Pick<Authenticator, 'membershipsChanged' | 'invalidate'>,
+  authenticator: Pick<Authenticator, 'membershipsChanged' | 'invalidate' | 'hashPassword'>,
 ): MembershipChange {
   return async (fn) => {
     const result = await withTransaction(db, async (tx) => {

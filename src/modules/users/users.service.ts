@@ -1,6 +1,6 @@
 import { type Caller, isRole, ROLES } from '../../auth/access.js';
 import type { Authenticator } from '../../auth/authenticator.js';
-import { generateCredential, hashPassword } from '../../auth/passwords.js';
+import { generateCredential } from '../../auth/passwords.js';
 import type { Db } from '../../db/client.js';
 import { sqlState } from '../../db/errors.js';
 import { withTransaction } from '../../db/transaction.js';
@@ -25,7 +25,7 @@ export interface CreateUserInput {
 export interface UsersDeps {
   db: Db;
   accounts: Pick<AccountsService, 'find'>;
-  authenticator: Pick<Authenticator, 'invalidate' | 'membershipsChanged'>;
+  authenticator: Pick<Authenticator, 'invalidate' | 'membershipsChanged' | 'hashPassword'>;
 }
 
 export function createUsersService({ db, accounts, authenticator }: UsersDeps) {
@@ -126,7 +126,12 @@ export function createUsersService({ db, accounts, authenticator }: UsersDeps) {
       if (!(await repo.findUser(db, userId))) throw Errors.notFound();
       const credential = wanted ?? generateCredential();
       try {
-        await repo.insertCredential(db, userId, credential.username, await hashPassword(credential.password));
+        await repo.insertCredential(
+          db,
+          userId,
+          credential.username,
+          await authenticator.hashPassword(credential.password),
+        );
       } catch (err) {
         if (sqlState(err)?.code === '23505') {
           throw Errors.valueUnavailable('credential', 'username', `Username ${credential.username} is taken`);
