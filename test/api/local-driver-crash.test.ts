@@ -1,3 +1,4 @@
+// test-db: postgres (several processes on one database: PGlite is one process's; docs/decisions.md #112)
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';

@@ -1,3 +1,4 @@
+// test-db: pglite (the embedded database's own template: docs/decisions.md #112)
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';

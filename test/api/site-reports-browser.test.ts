@@ -1,3 +1,4 @@
+// test-db: pglite (a browser test, run once: docs/decisions.md #112)
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
