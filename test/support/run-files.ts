@@ -12,7 +12,7 @@
 // database: "<db>\t<start epoch ms>\t<end epoch ms>\t<passed|failed>\t<load average at its end>"),
 // TEST_VERBOSE=1 (print every
 // file's whole output when it ends, not only failed ones').
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -106,6 +106,12 @@ const queue: Job[] = files
   })
   .sort((a, b) => expected(b.db, b.file) - expected(a.db, a.file) || a.file.localeCompare(b.file));
 
+// The test processes run JavaScript compiled from src/ and test/ (scripts/compile-tests.mjs, about a
+// second): no loader hooks in them (docs/decisions.md #121). Compiled here, so it is never stale.
+execFileSync(process.execPath, ['scripts/compile-tests.mjs'], { stdio: 'inherit' });
+const COMPILED = '.tmp/test-dist';
+const compiled = (file: string) => `./${path.join(COMPILED, file.replace(/\.ts$/, '.js'))}`;
+
 const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 4));
 const verbose = process.env.TEST_VERBOSE === '1';
 const logDir = process.env.TEST_LOG_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'hp-test-'));
@@ -132,15 +138,15 @@ function runJob(job: Job): Promise<void> {
   const child = spawn(
     process.execPath,
     [
-      '--import',
-      'tsx',
+      // Stack traces name the .ts files and lines (inline source maps).
+      '--enable-source-maps',
       // Before any application module (test/support/password-hashes.ts).
       '--import',
-      './test/support/password-hashes.ts',
+      compiled('test/support/password-hashes.ts'),
       '--import',
-      './test/support/file-usage.ts',
+      compiled('test/support/file-usage.ts'),
       '--test-reporter=spec',
-      job.file,
+      compiled(job.file),
     ],
     {
       env: { ...process.env, TEST_DB: job.db, TEST_FILE_USAGE: usageFile },

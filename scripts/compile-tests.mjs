@@ -1,0 +1,40 @@
+// The suite's test processes (test/support/run-files.ts) run JavaScript compiled from src/ and test/
+// here, file by file (esbuild: types stripped, no bundling, an inline source map so stack traces name
+// the .ts lines), into .tmp/test-dist/. Under `--import tsx` every module of a process (~960, TypeBox's
+// 683 among them) went through tsx's loader hooks on their own thread: about 1 CPU-second of each API
+// test process's fixed cost, ~130 CPU-seconds a run (docs/decisions.md #121). Type checking stays
+// `npm run typecheck`'s. Run by scripts/test.sh before the API phase (about a second).
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const TEST_DIST = path.join(root, '.tmp', 'test-dist');
+
+function tsFiles(dir) {
+  const found = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...tsFiles(full));
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) found.push(full);
+  }
+  return found;
+}
+
+fs.rmSync(TEST_DIST, { recursive: true, force: true });
+await build({
+  entryPoints: [...tsFiles(path.join(root, 'src')), ...tsFiles(path.join(root, 'test'))],
+  outdir: TEST_DIST,
+  outbase: root,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: 'inline',
+  logLevel: 'warning',
+});
+// What the code reads relative to its own file (`new URL('../../drizzle', import.meta.url)` and the
+// like) is found from .tmp/test-dist as from the sources.
+for (const link of ['drizzle', 'dist', 'packages', 'package.json', path.join('test', 'reference')]) {
+  fs.symlinkSync(path.join(root, link), path.join(TEST_DIST, link));
+}
