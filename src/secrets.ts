@@ -84,6 +84,37 @@ export function createResealer(oldKey: string, newKey: string) {
 
 export type Resealer = ReturnType<typeof createResealer>;
 
+/** What a `hostplane reseal` pass did: values sealed again under the new key, values already under it. */
+export interface ResealCount {
+  resealed: number;
+  current: number;
+}
+
+/**
+ * One pass of `hostplane reseal` over rows: each row's sealed value (`sealedOf`: the value and its
+ * context, or null to skip the row) sealed again, and written back with `write` when it changed;
+ * counted into `count` (a fresh one by default), which is returned.
+ */
+export async function resealEach<T>(
+  rows: Iterable<T>,
+  reseal: Resealer,
+  sealedOf: (row: T) => { sealed: string; context: string } | null,
+  write: (row: T, next: string) => Promise<unknown>,
+  count: ResealCount = { resealed: 0, current: 0 },
+): Promise<ResealCount> {
+  for (const row of rows) {
+    const value = sealedOf(row);
+    if (value === null) continue;
+    const next = reseal(value.sealed, value.context);
+    if (next === null) count.current++;
+    else {
+      await write(row, next);
+      count.resealed++;
+    }
+  }
+  return count;
+}
+
 function openWith(key: Buffer) {
   return {
     seal(plaintext: Buffer, context: string): string {

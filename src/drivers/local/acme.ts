@@ -3,7 +3,7 @@ import https from 'node:https';
 import path from 'node:path';
 import * as acme from 'acme-client';
 import type { Db } from '../../db/client.js';
-import type { Resealer, SecretBox } from '../../secrets.js';
+import { type Resealer, resealEach, type SecretBox } from '../../secrets.js';
 import { type CallContext, DriverError, type InstallRef } from '../driver.js';
 import * as repo from './acme.repo.js';
 import { pathsOf } from './names.js';
@@ -324,24 +324,18 @@ export async function forgetInstall(db: Db, installId: string) {
 
 /** `hostplane reseal`: the ACME account keys and the orders' certificate keys. */
 export async function resealAcmeKeys(tx: Db, reseal: Resealer) {
-  let resealed = 0;
-  let current = 0;
   const { accounts, orders } = await repo.sealedKeys(tx);
-  for (const row of accounts) {
-    const next = reseal(row.sealed, accountContext(row.id));
-    if (next === null) current++;
-    else {
-      await repo.setAccountKey(tx, row.id, next);
-      resealed++;
-    }
-  }
-  for (const row of orders) {
-    const next = reseal(row.sealed, orderContext(row.id));
-    if (next === null) current++;
-    else {
-      await repo.setOrderKey(tx, row.id, next);
-      resealed++;
-    }
-  }
-  return { resealed, current };
+  const count = await resealEach(
+    accounts,
+    reseal,
+    (row) => ({ sealed: row.sealed, context: accountContext(row.id) }),
+    (row, next) => repo.setAccountKey(tx, row.id, next),
+  );
+  return resealEach(
+    orders,
+    reseal,
+    (row) => ({ sealed: row.sealed, context: orderContext(row.id) }),
+    (row, next) => repo.setOrderKey(tx, row.id, next),
+    count,
+  );
 }

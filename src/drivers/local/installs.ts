@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/client.js';
-import type { Resealer } from '../../secrets.js';
+import { type Resealer, resealEach } from '../../secrets.js';
 import type { CallContext, HostingDriver, InstallRef } from '../driver.js';
 import { forgetInstall } from './acme.js';
 import type { LocalContext } from './context.js';
@@ -114,24 +114,17 @@ export function installOperations(
  * when the local driver was never used).
  */
 export async function resealLocalSecrets(tx: Db, reseal: Resealer) {
-  let resealed = 0;
-  let current = 0;
-  for (const row of await repo.sealedPasswords(tx)) {
-    const next = reseal(row.sealed, passwordContext(row.install_id));
-    if (next === null) current++;
-    else {
-      await repo.setPassword(tx, row.install_id, next);
-      resealed++;
-    }
-  }
-  for (const row of await repo.sealedAdminPasswords(tx)) {
-    if (row.sealed === null) continue;
-    const next = reseal(row.sealed, adminContext(row.install_id));
-    if (next === null) current++;
-    else {
-      await repo.setAdminPassword(tx, row.install_id, next);
-      resealed++;
-    }
-  }
-  return { resealed, current };
+  const count = await resealEach(
+    await repo.sealedPasswords(tx),
+    reseal,
+    (row) => ({ sealed: row.sealed, context: passwordContext(row.install_id) }),
+    (row, next) => repo.setPassword(tx, row.install_id, next),
+  );
+  return resealEach(
+    await repo.sealedAdminPasswords(tx),
+    reseal,
+    (row) => (row.sealed === null ? null : { sealed: row.sealed, context: adminContext(row.install_id) }),
+    (row, next) => repo.setAdminPassword(tx, row.install_id, next),
+    count,
+  );
 }

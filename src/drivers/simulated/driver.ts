@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
-import type { Resealer, SecretBox } from '../../secrets.js';
+import { type Resealer, resealEach, type SecretBox } from '../../secrets.js';
 import type {
   ArchiveSource,
   CallContext,
@@ -257,27 +257,25 @@ const TASK_PREFIX = 'issue_certificate:';
 
 /** `hostplane reseal`: the simulated driver's sealed keys (its CA's, its issued certificates'), inside `tx`. */
 export async function resealSimulatedSecrets(tx: Db, reseal: Resealer) {
-  let resealed = 0;
-  let current = 0;
   const { cas, tasks } = await repo.sealedValues(tx);
-  for (const ca of cas) {
-    const next = reseal(ca.sealed, CA_KEY_CONTEXT);
-    if (next === null) current++;
-    else {
-      await repo.setCaKey(tx, ca.id, next);
-      resealed++;
-    }
-  }
-  for (const task of tasks) {
-    // Task rows are keyed `<operation>:<call key>` (see `call`).
-    if (!task.key.startsWith(TASK_PREFIX)) continue;
-    const result = resultOf('issue_certificate', task.key, task.result);
-    const next = reseal(result.key_sealed, taskKeyContext(task.key.slice(TASK_PREFIX.length)));
-    if (next === null) current++;
-    else {
-      await repo.setTaskResult(tx, task.key, { ...result, key_sealed: next });
-      resealed++;
-    }
-  }
-  return { resealed, current };
+  const count = await resealEach(
+    cas,
+    reseal,
+    (ca) => ({ sealed: ca.sealed, context: CA_KEY_CONTEXT }),
+    (ca, next) => repo.setCaKey(tx, ca.id, next),
+  );
+  // Task rows are keyed `<operation>:<call key>` (see `call`).
+  const issued = tasks
+    .filter((task) => task.key.startsWith(TASK_PREFIX))
+    .map((task) => ({ key: task.key, result: resultOf('issue_certificate', task.key, task.result) }));
+  return resealEach(
+    issued,
+    reseal,
+    (task) => ({
+      sealed: task.result.key_sealed,
+      context: taskKeyContext(task.key.slice(TASK_PREFIX.length)),
+    }),
+    (task, next) => repo.setTaskResult(tx, task.key, { ...task.result, key_sealed: next }),
+    count,
+  );
 }

@@ -5,7 +5,7 @@ import type { Db } from '../../db/client.js';
 import type { Page } from '../../db/page.js';
 import { withTransaction } from '../../db/transaction.js';
 import { Errors } from '../../errors.js';
-import type { Resealer, SecretBox } from '../../secrets.js';
+import { type ResealCount, type Resealer, resealEach, type SecretBox } from '../../secrets.js';
 import type { DomainsService, SslStatus } from '../domains/domains.service.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
 import { type RequestRouting, routingApplies } from '../routing/routing.service.js';
@@ -242,21 +242,19 @@ export type CertificatesService = ReturnType<typeof createCertificatesService>;
  * caller's transaction, in batches. Keys already under the new key are left as they are.
  */
 export async function resealCertificateKeys(tx: Db, reseal: Resealer) {
-  let resealed = 0;
-  let current = 0;
+  const count: ResealCount = { resealed: 0, current: 0 };
   let after: string | null = null;
   for (;;) {
     const batch = await repo.sealedKeys(tx, after, 500);
-    for (const row of batch) {
-      const next = reseal(row.sealed, row.id);
-      if (next === null) current++;
-      else {
-        await repo.setSealedKey(tx, row.id, next);
-        resealed++;
-      }
-    }
+    await resealEach(
+      batch,
+      reseal,
+      (row) => ({ sealed: row.sealed, context: row.id }),
+      (row, next) => repo.setSealedKey(tx, row.id, next),
+      count,
+    );
     const last = batch.at(-1);
-    if (!last) return { resealed, current };
+    if (!last) return count;
     after = last.id;
   }
 }

@@ -9,7 +9,7 @@ import { scheduleAt } from '../../jobs/due.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { operationFinishedMail } from '../../mail/templates/operation-finished.js';
-import type { Resealer, SecretBox } from '../../secrets.js';
+import { type Resealer, resealEach, type SecretBox } from '../../secrets.js';
 import type { EventRecorder, EventType } from '../events/events.service.js';
 import {
   assertShape,
@@ -505,16 +505,10 @@ export type OperationsService = ReturnType<typeof createOperationsService>;
 
 /** `hostplane reseal`: the operations' secrets not shown yet. Runs in the caller's transaction. */
 export async function resealOperationSecrets(tx: Db, reseal: Resealer) {
-  let resealed = 0;
-  let current = 0;
-  for (const row of await repo.sealedSecrets(tx)) {
-    if (row.sealed === null) continue;
-    const next = reseal(row.sealed, secretContext(row.id));
-    if (next === null) current++;
-    else {
-      await repo.setSecret(tx, row.id, next);
-      resealed++;
-    }
-  }
-  return { resealed, current };
+  return resealEach(
+    await repo.sealedSecrets(tx),
+    reseal,
+    (row) => (row.sealed === null ? null : { sealed: row.sealed, context: secretContext(row.id) }),
+    (row, next) => repo.setSecret(tx, row.id, next),
+  );
 }
