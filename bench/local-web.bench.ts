@@ -15,7 +15,6 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,7 +26,7 @@ import type { HostingDriver, InstallRef } from '../src/drivers/driver.js';
 import { createMariaDb } from '../src/drivers/local/database.js';
 import { createLocalDriver } from '../src/drivers/local/driver.js';
 import { createSecretBox } from '../src/secrets.js';
-import { percentile, run } from './load.js';
+import { freePort, percentile, run } from './load.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -43,17 +42,6 @@ const DB_MB = Number(args['db-mb']);
 const SECONDS = Number(args.seconds);
 const MARIADB_URL = process.env.MARIADB_URL ?? 'mysql://root@127.0.0.1:3306';
 const DOMAIN = 'bench.hostplane.test';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function get(port: number, host: string, urlPath = '/'): Promise<number | null> {
   return new Promise((resolve) => {
