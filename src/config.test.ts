@@ -19,7 +19,11 @@ describe('loadConfig', () => {
     assert.equal(config.port, 8080);
     assert.equal(config.host, '0.0.0.0');
     assert.equal(config.dataDir, path.resolve('./data'));
-    assert.deepEqual(config.db, { kind: 'pglite', dir: path.join(path.resolve('./data'), 'pg') });
+    assert.deepEqual(config.db, {
+      kind: 'pglite',
+      dir: path.join(path.resolve('./data'), 'pg'),
+      wasm: 'baseline',
+    });
     assert.equal(config.publicUrl, null);
     assert.equal(config.adminToken, null);
     assert.equal(config.secretKey, null);
@@ -217,6 +221,20 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ PASSWORD_HASH_COST: '12' }).authLimits.hashCost, 12);
     assert.match(problems.join('\n'), /AUTH_HASH_CONCURRENCY.*AUTH_HASH_QUEUE.*AUTH_FAILURE_WINDOW_SECONDS/s);
     assert.equal(loadConfig({ AUTH_FAILURES_PER_IP: '0' }).authLimits.failuresPerIp, 0);
+  });
+
+  it('PGLITE_WASM chooses the compilers of the embedded database (decision 122)', () => {
+    assert.deepEqual(loadConfig({ PGLITE_WASM: 'optimizing' }).db, {
+      kind: 'pglite',
+      dir: path.join(path.resolve('./data'), 'pg'),
+      wasm: 'optimizing',
+    });
+    assert.equal(problemsOf({ PGLITE_WASM: 'turbo' }).length, 1);
+    // PostgreSQL has no WASM: the setting is not part of its config.
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://h/db', PGLITE_WASM: 'optimizing' }).db, {
+      kind: 'postgres',
+      url: 'postgres://h/db',
+    });
   });
 
   it('issue 9: a lease shorter than two heartbeats is refused (one late beat would reap a live worker)', () => {

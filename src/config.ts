@@ -12,7 +12,16 @@ export interface Config {
   readonly dataDir: string;
   /** Derived from `DATABASE_URL`: PGlite in DATA_DIR when unset, PostgreSQL otherwise. */
   readonly db:
-    | { readonly kind: 'pglite'; readonly dir: string }
+    | {
+        readonly kind: 'pglite';
+        readonly dir: string;
+        /**
+         * `PGLITE_WASM`, default `baseline`: PGlite's PostgreSQL runs on V8's baseline WASM code only
+         * (faster start, less memory); `optimizing` lets V8 re-compile hot functions (heavy queries
+         * ~1.4x faster, ~0.5 s and ~90 MB more at start). docs/decisions.md #122.
+         */
+        readonly wasm: 'baseline' | 'optimizing';
+      }
     | { readonly kind: 'postgres'; readonly url: string };
   /** `PUBLIC_URL`, default unset: base of absolute pagination and Location URLs (else the request's host). */
   readonly publicUrl: string | null;
@@ -482,7 +491,11 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     db: databaseUrl
       ? { kind: 'postgres', url: databaseUrl }
-      : { kind: 'pglite', dir: path.join(dataDir, 'pg') },
+      : {
+          kind: 'pglite',
+          dir: path.join(dataDir, 'pg'),
+          wasm: enumVar(env, 'PGLITE_WASM', ['baseline', 'optimizing'] as const, 'baseline', problems),
+        },
     publicUrl: publicUrl?.replace(/\/+$/, '') ?? null,
     adminToken,
     adminTokenPrevious,

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import v8 from 'node:v8';
 import type { PGlite } from '@electric-sql/pglite';
 import { type SQL, sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -89,8 +90,12 @@ export type DbOptions =
       dir: string;
       /** A template (db/template.ts) a missing `dir` is copied from; default none (initdb). */
       template?: string;
+      wasm?: PgliteWasm;
     }
-  | { kind: 'pglite-memory'; loadDataDir?: Blob };
+  | { kind: 'pglite-memory'; loadDataDir?: Blob; wasm?: PgliteWasm };
+
+/** Which V8 compilers run PGlite's WASM: the baseline one only (the default), or both (decision 122). */
+export type PgliteWasm = 'baseline' | 'optimizing';
 
 /**
  * PGlite runs PostgreSQL in one WASM heap, where shared_buffers (128 MB by default) becomes resident
@@ -104,11 +109,25 @@ const pgliteStartParams = (pglite: typeof PGlite) => [
 ];
 
 /**
+ * Issue 20 (decision 122): PGlite's PostgreSQL is one ~10 MB WASM module, and V8 by default re-compiles
+ * its hot functions with its optimizing compiler (TurboFan) on background threads while the database
+ * starts: on 2 cores that compilation took ~0.5 s of a reopen and ~60-90 MB of resident code. Liftoff,
+ * the baseline compiler every function starts with, runs this service's small queries as fast (the JS
+ * around each query dominates); a large join runs ~1.4x slower. The flag is read when a module is
+ * compiled, so it is set before PGlite's is; it holds for the rest of the process and for every WASM
+ * module in it (PGlite's is the only large one), so `optimizing` only ever means "not set here".
+ */
+function chooseWasmCompilers(wasm: PgliteWasm = 'baseline') {
+  if (wasm === 'baseline') v8.setFlagsFromString('--liftoff-only');
+}
+
+/**
  * Issue 20: each driver's modules load only when a database of its kind is opened: PGlite (its
  * module and Drizzle's PGlite driver, ~10 MB and tens of ms) never on a PostgreSQL start, Drizzle's
  * node-postgres driver never on an embedded one. (pg itself always loads: pg-boss needs it.)
  */
-async function loadPglite() {
+async function loadPglite(wasm?: PgliteWasm) {
+  chooseWasmCompilers(wasm);
   const [{ PGlite }, { drizzle }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('drizzle-orm/pglite'),
@@ -128,7 +147,7 @@ export async function openDatabase(options: DbOptions): Promise<Database> {
       options.onError,
     );
   }
-  const driver = await loadPglite();
+  const driver = await loadPglite(options.wasm);
   if (options.kind === 'pglite-memory') {
     const pglite = await driver.PGlite.create({
       startParams: pgliteStartParams(driver.PGlite),
