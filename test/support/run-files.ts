@@ -146,6 +146,8 @@ function runJob(job: Job): Promise<void> {
       '--import',
       compiled('test/support/file-usage.ts'),
       '--test-reporter=spec',
+      // e.g. TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=.tmp/prof": a profile of every test process.
+      ...(process.env.TEST_NODE_ARGS ?? '').split(' ').filter(Boolean),
       compiled(job.file),
     ],
     {
