@@ -198,3 +198,64 @@ export function TableScroll(props: { label: string; children: ComponentChildren 
     </section>
   );
 }
+
+/** A DataTable's column: its header, or `{ label, hidden: true }` for a header read by screen readers only (actions). */
+export type Column = string | { label: string; hidden: true };
+
+/** The column of a row's buttons: its header is for screen readers only. */
+export const ACTIONS: Column = { label: 'Actions', hidden: true };
+
+/**
+ * A table of `rows` under a caption and `<th scope="col">` headers, inside a TableScroll unless
+ * `scroll` is false; with no rows it keeps its headers and says `empty` in a single row.
+ */
+export function DataTable<Row>(props: {
+  /** The caption (for screen readers; the heading above says it to the eye) and the scroll region's name. */
+  label: string;
+  columns: Column[];
+  rows: readonly Row[];
+  /** A row's cells: `<td>`s, or a `<th scope="row">` first. */
+  cells: (row: Row) => ComponentChildren;
+  /** The row's key for Preact; default: its position. */
+  rowKey?: (row: Row) => string;
+  /** What an empty table says, e.g. "No backup yet.". */
+  empty: string;
+  testId?: string;
+  /** On a phone each row becomes a block (style.css `table.stack`); default false. */
+  stack?: boolean;
+  /** Inside a TableScroll; default true. */
+  scroll?: boolean;
+}) {
+  const table = (
+    <table data-testid={props.testId} class={props.stack ? 'stack' : undefined}>
+      <caption class="sr-only">{props.label}</caption>
+      <thead>
+        <tr>
+          {props.columns.map((c) =>
+            typeof c === 'string' ? (
+              <th scope="col" key={c}>
+                {c}
+              </th>
+            ) : (
+              <th scope="col" key={c.label}>
+                <span class="sr-only">{c.label}</span>
+              </th>
+            ),
+          )}
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows.length === 0 ? (
+          <tr>
+            <td colSpan={props.columns.length} class="muted">
+              {props.empty}
+            </td>
+          </tr>
+        ) : (
+          props.rows.map((row, i) => <tr key={props.rowKey ? props.rowKey(row) : i}>{props.cells(row)}</tr>)
+        )}
+      </tbody>
+    </table>
+  );
+  return props.scroll === false ? table : <TableScroll label={props.label}>{table}</TableScroll>;
+}

@@ -2,7 +2,7 @@ import type { paths } from '@hostplane/client';
 import { useEffect, useState } from 'preact/hooks';
 import { messageOf, useApi } from '../api.js';
 import { href } from '../router.js';
-import { Alert, Loading } from '../ui.js';
+import { Alert, DataTable, Loading } from '../ui.js';
 
 type Site = paths['/v1/sites']['get']['responses'][200]['content']['application/json']['results'][number];
 type Install =
@@ -65,31 +65,23 @@ export function AccountPage(props: { accountId: string }) {
                 <a href={href.site(site.id)}>{site.name}</a>
               </h2>
               {site.group_name && <p class="muted">Group: {site.group_name}</p>}
-              {site.installs.length === 0 ? (
-                <p class="muted">No install.</p>
-              ) : (
-                <table>
-                  <caption class="sr-only">Installs of {site.name}</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Install</th>
-                      <th scope="col">Environment</th>
-                      <th scope="col">Status</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {site.installs.map((i) => (
-                      <tr key={i.id}>
-                        <td>
-                          <a href={href.install(i.id)}>{i.name}</a>
-                        </td>
-                        <td>{i.environment ?? '—'}</td>
-                        <td>{data.installs.get(i.id)?.status ?? '—'}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              )}
+              <DataTable
+                label={`Installs of ${site.name}`}
+                columns={['Install', 'Environment', 'Status']}
+                rows={site.installs}
+                rowKey={(i) => i.id}
+                empty="No install yet."
+                scroll={false}
+                cells={(i) => (
+                  <>
+                    <td>
+                      <a href={href.install(i.id)}>{i.name}</a>
+                    </td>
+                    <td>{i.environment ?? '—'}</td>
+                    <td>{data.installs.get(i.id)?.status ?? '—'}</td>
+                  </>
+                )}
+              />
             </li>
           ))}
         </ul>

@@ -3,8 +3,10 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import { type Api, messageOf, useApi, useOperation, useSubmit } from '../api.js';
 import { href } from '../router.js';
 import {
+  ACTIONS,
   Alert,
   Confirm,
+  DataTable,
   Field,
   formatBytes,
   ListField,
@@ -12,7 +14,6 @@ import {
   OperationStatus,
   Select,
   splitList,
-  TableScroll,
 } from '../ui.js';
 
 type Json<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
@@ -241,45 +242,41 @@ function daysUntil(iso: string): number {
   return Math.floor((Date.parse(iso) - Date.now()) / 86_400_000);
 }
 
+/** A certificate's expiry date and the days left, in red under two weeks. */
+function Expiry(props: { time: string }) {
+  const days = daysUntil(props.time);
+  return (
+    <>
+      <time dateTime={props.time}>{props.time.slice(0, 10)}</time>{' '}
+      <span class={days < 14 ? 'field-error' : 'muted'}>
+        {days < 0 ? '(expired)' : `(in ${days} day${days === 1 ? '' : 's'})`}
+      </span>
+    </>
+  );
+}
+
 function Certificates(props: { certificates: Certificate[] }) {
   return (
     <section aria-labelledby="certificates-title">
       <h2 id="certificates-title">Certificates</h2>
-      {props.certificates.length === 0 ? (
-        <p>No imported certificate.</p>
-      ) : (
-        <TableScroll label="Certificates and when they expire">
-          <table data-testid="certificates">
-            <caption class="sr-only">Certificates and when they expire</caption>
-            <thead>
-              <tr>
-                <th scope="col">Common name</th>
-                <th scope="col">Domains</th>
-                <th scope="col">Status</th>
-                <th scope="col">Expires</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.certificates.map((c) => {
-                const days = daysUntil(c.expires_time);
-                return (
-                  <tr key={c.uuid}>
-                    <td>{c.common_name}</td>
-                    <td>{c.domains.join(', ')}</td>
-                    <td>{c.status.toLowerCase()}</td>
-                    <td>
-                      <time dateTime={c.expires_time}>{c.expires_time.slice(0, 10)}</time>{' '}
-                      <span class={days < 14 ? 'field-error' : 'muted'}>
-                        {days < 0 ? '(expired)' : `(in ${days} day${days === 1 ? '' : 's'})`}
-                      </span>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </TableScroll>
-      )}
+      <DataTable
+        label="Certificates and when they expire"
+        testId="certificates"
+        columns={['Common name', 'Domains', 'Status', 'Expires']}
+        rows={props.certificates}
+        rowKey={(c) => c.uuid}
+        empty="No imported certificate yet."
+        cells={(c) => (
+          <>
+            <td>{c.common_name}</td>
+            <td>{c.domains.join(', ')}</td>
+            <td>{c.status.toLowerCase()}</td>
+            <td>
+              <Expiry time={c.expires_time} />
+            </td>
+          </>
+        )}
+      />
     </section>
   );
 }
@@ -325,47 +322,33 @@ function Backups(props: { install: Install; backups: Backup[]; reload: () => Pro
   return (
     <section aria-labelledby="backups-title">
       <h2 id="backups-title">Backups</h2>
-      {props.backups.length === 0 ? (
-        <p>No backup yet.</p>
-      ) : (
-        <TableScroll label="Backups, newest first">
-          <table>
-            <caption class="sr-only">Backups, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Description</th>
-                <th scope="col">Status</th>
-                <th scope="col">Taken</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.backups.map((b) => (
-                <tr key={b.id}>
-                  <td>{b.description}</td>
-                  <td data-testid="backup-status">{b.status}</td>
-                  <td>{new Date(b.create_time).toLocaleString()}</td>
-                  <td>
-                    {b.status === 'completed' && (
-                      <button
-                        type="button"
-                        class="secondary"
-                        disabled={runRestore.busy}
-                        aria-label={`Restore the backup ${b.description}`}
-                        onClick={() => setRestoring(b)}
-                      >
-                        Restore
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
-      )}
+      <DataTable
+        label="Backups, newest first"
+        columns={['Description', 'Status', 'Taken', ACTIONS]}
+        rows={props.backups}
+        rowKey={(b) => b.id}
+        empty="No backup yet."
+        cells={(b) => (
+          <>
+            <td>{b.description}</td>
+            <td data-testid="backup-status">{b.status}</td>
+            <td>{new Date(b.create_time).toLocaleString()}</td>
+            <td>
+              {b.status === 'completed' && (
+                <button
+                  type="button"
+                  class="secondary"
+                  disabled={runRestore.busy}
+                  aria-label={`Restore the backup ${b.description}`}
+                  onClick={() => setRestoring(b)}
+                >
+                  Restore
+                </button>
+              )}
+            </td>
+          </>
+        )}
+      />
       {restoring && (
         <Confirm
           title="Restore this backup?"

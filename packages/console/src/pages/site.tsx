@@ -3,15 +3,16 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { messageOf, useApi, useOperation, useSubmit } from '../api.js';
 import { href } from '../router.js';
 import {
+  ACTIONS,
   Alert,
   Confirm,
+  DataTable,
   Field,
   ListField,
   Loading,
   OperationStatus,
   Select,
   splitList,
-  TableScroll,
 } from '../ui.js';
 
 type Json<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
@@ -177,33 +178,22 @@ function Installs(props: { site: Site; installs: Map<string, Install>; reload: (
   return (
     <section aria-labelledby="installs-title">
       <h2 id="installs-title">Installs</h2>
-      {props.site.installs.length === 0 ? (
-        <p>No install yet.</p>
-      ) : (
-        <TableScroll label={`Installs of ${props.site.name}`}>
-          <table>
-            <caption class="sr-only">Installs of {props.site.name}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Install</th>
-                <th scope="col">Environment</th>
-                <th scope="col">Status</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.site.installs.map((i) => (
-                <tr key={i.id}>
-                  <td>
-                    <a href={href.install(i.id)}>{i.name}</a>
-                  </td>
-                  <td>{i.environment ?? '—'}</td>
-                  <td data-testid={`install-status-${i.name}`}>{props.installs.get(i.id)?.status ?? '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
-      )}
+      <DataTable
+        label={`Installs of ${props.site.name}`}
+        columns={['Install', 'Environment', 'Status']}
+        rows={props.site.installs}
+        rowKey={(i) => i.id}
+        empty="No install yet."
+        cells={(i) => (
+          <>
+            <td>
+              <a href={href.install(i.id)}>{i.name}</a>
+            </td>
+            <td>{i.environment ?? '—'}</td>
+            <td data-testid={`install-status-${i.name}`}>{props.installs.get(i.id)?.status ?? '—'}</td>
+          </>
+        )}
+      />
       <form onSubmit={submit} aria-label="New install" noValidate>
         <h3>New install</h3>
         {message && <Alert>{message}</Alert>}
@@ -282,52 +272,39 @@ function Transfers(props: {
     <section aria-labelledby="transfers-title">
       <h2 id="transfers-title">Transfers</h2>
       {cancel.message && <Alert>{cancel.message}</Alert>}
-      {props.transfers.length === 0 ? (
-        <p>No transfer.</p>
-      ) : (
-        <TableScroll label="Transfers of this site">
-          <table data-testid="transfers">
-            <caption class="sr-only">Transfers of this site</caption>
-            <thead>
-              <tr>
-                <th scope="col">To account</th>
-                <th scope="col">Status</th>
-                <th scope="col">Scheduled for</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.transfers.map((t) => (
-                <tr key={t.id}>
-                  <td>{accountName(t.destination_account)}</td>
-                  <td data-testid="transfer-status">{t.status}</td>
-                  <td>
-                    {t.scheduled_time ? (
-                      <time dateTime={t.scheduled_time}>{new Date(t.scheduled_time).toLocaleString()}</time>
-                    ) : (
-                      'now'
-                    )}
-                  </td>
-                  <td>
-                    {(t.status === 'scheduled' || t.status === 'pending') && (
-                      <button
-                        type="button"
-                        class="secondary"
-                        aria-label={`Cancel the transfer to ${accountName(t.destination_account)}`}
-                        onClick={() => setCancelling(t)}
-                      >
-                        Cancel
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
-      )}
+      <DataTable
+        label="Transfers of this site"
+        testId="transfers"
+        columns={['To account', 'Status', 'Scheduled for', ACTIONS]}
+        rows={props.transfers}
+        rowKey={(t) => t.id}
+        empty="No transfer yet."
+        cells={(t) => (
+          <>
+            <td>{accountName(t.destination_account)}</td>
+            <td data-testid="transfer-status">{t.status}</td>
+            <td>
+              {t.scheduled_time ? (
+                <time dateTime={t.scheduled_time}>{new Date(t.scheduled_time).toLocaleString()}</time>
+              ) : (
+                'now'
+              )}
+            </td>
+            <td>
+              {(t.status === 'scheduled' || t.status === 'pending') && (
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`Cancel the transfer to ${accountName(t.destination_account)}`}
+                  onClick={() => setCancelling(t)}
+                >
+                  Cancel
+                </button>
+              )}
+            </td>
+          </>
+        )}
+      />
       {cancelling && (
         <Confirm
           title="Cancel this transfer?"
@@ -574,49 +551,36 @@ function SentReports(props: { reports: Report[] }) {
     <section aria-labelledby="sent-reports-title">
       <h3 id="sent-reports-title">Sent reports</h3>
       {view.message && <Alert>{view.message}</Alert>}
-      {props.reports.length === 0 ? (
-        <p>No report sent yet.</p>
-      ) : (
-        <TableScroll label="Sent reports, newest first">
-          <table data-testid="sent-reports" class="stack">
-            <caption class="sr-only">Sent reports, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Title</th>
-                <th scope="col">Period</th>
-                <th scope="col">Sent</th>
-                <th scope="col">To</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.reports.map((r) => (
-                <tr key={r.uuid}>
-                  <td>{r.title}</td>
-                  <td>{periodOf(r)}</td>
-                  <td data-label="Sent">
-                    <time dateTime={r.created_at}>{new Date(r.created_at).toLocaleString()}</time>
-                  </td>
-                  <td data-label="To">{r.recipients.map((x) => x.email).join(', ')}</td>
-                  <td>
-                    <button
-                      type="button"
-                      class="secondary"
-                      disabled={view.busy}
-                      aria-label={`View the report ${r.title} of ${periodOf(r)}`}
-                      onClick={() => view.run(r)}
-                    >
-                      View
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
-      )}
+      <DataTable
+        label="Sent reports, newest first"
+        testId="sent-reports"
+        stack
+        columns={['Title', 'Period', 'Sent', 'To', ACTIONS]}
+        rows={props.reports}
+        rowKey={(r) => r.uuid}
+        empty="No report sent yet."
+        cells={(r) => (
+          <>
+            <td>{r.title}</td>
+            <td>{periodOf(r)}</td>
+            <td data-label="Sent">
+              <time dateTime={r.created_at}>{new Date(r.created_at).toLocaleString()}</time>
+            </td>
+            <td data-label="To">{r.recipients.map((x) => x.email).join(', ')}</td>
+            <td>
+              <button
+                type="button"
+                class="secondary"
+                disabled={view.busy}
+                aria-label={`View the report ${r.title} of ${periodOf(r)}`}
+                onClick={() => view.run(r)}
+              >
+                View
+              </button>
+            </td>
+          </>
+        )}
+      />
       {shown && (
         <figure class="sent-report" data-testid="sent-report">
           <figcaption>

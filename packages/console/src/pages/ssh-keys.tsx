@@ -1,7 +1,7 @@
 import type { paths } from '@hostplane/client';
 import { useCallback, useEffect, useId, useState } from 'preact/hooks';
 import { messageOf, useApi, useSubmit } from '../api.js';
-import { Alert, Confirm, Loading, TableScroll } from '../ui.js';
+import { ACTIONS, Alert, Confirm, DataTable, Loading } from '../ui.js';
 
 type SshKey =
   paths['/v1/ssh_keys']['get']['responses'][200]['content']['application/json']['results'][number];
@@ -45,44 +45,34 @@ export function SshKeysPage() {
       {error && <Alert>{error}</Alert>}
       {remove.message && <Alert>{remove.message}</Alert>}
       {!keys && !error && <Loading />}
-      {keys && keys.length === 0 && <p>No SSH key yet.</p>}
-      {keys && keys.length > 0 && (
-        <TableScroll label="Your SSH keys">
-          <table data-testid="ssh-keys">
-            <caption class="sr-only">Your SSH keys</caption>
-            <thead>
-              <tr>
-                <th scope="col">Comment</th>
-                <th scope="col">Fingerprint</th>
-                <th scope="col">Added</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.map((k) => (
-                <tr key={k.uuid}>
-                  <td>{k.comment || '—'}</td>
-                  <td>
-                    <code>{k.fingerprint}</code>
-                  </td>
-                  <td>{new Date(k.created_at).toLocaleDateString()}</td>
-                  <td>
-                    <button
-                      type="button"
-                      class="secondary"
-                      aria-label={`Delete the key ${k.comment || k.fingerprint}`}
-                      onClick={() => setDeleting(k)}
-                    >
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
+      {keys && (
+        <DataTable
+          label="Your SSH keys"
+          testId="ssh-keys"
+          columns={['Comment', 'Fingerprint', 'Added', ACTIONS]}
+          rows={keys}
+          rowKey={(k) => k.uuid}
+          empty="No SSH key yet."
+          cells={(k) => (
+            <>
+              <td>{k.comment || '—'}</td>
+              <td>
+                <code>{k.fingerprint}</code>
+              </td>
+              <td>{new Date(k.created_at).toLocaleDateString()}</td>
+              <td>
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`Delete the key ${k.comment || k.fingerprint}`}
+                  onClick={() => setDeleting(k)}
+                >
+                  Delete
+                </button>
+              </td>
+            </>
+          )}
+        />
       )}
       {deleting && (
         <Confirm

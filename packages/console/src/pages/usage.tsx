@@ -4,7 +4,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, formatBytes, Loading, Select, TableScroll } from '../ui.js';
+import { Alert, DataTable, formatBytes, Loading, Select } from '../ui.js';
 
 // This module (and uPlot with it) is loaded only when the usage page is opened (main.tsx).
 
@@ -202,37 +202,25 @@ function Chart(props: { usage: AccountUsage; metric: (typeof METRICS)[number] })
       </figcaption>
       {/* The canvas is a picture of the table below, which is what screen readers read. */}
       <div class="chart" ref={box} aria-hidden="true" data-testid="usage-chart" />
-      {lines.length === 0 ? (
-        <p>No environment has usage in this window.</p>
-      ) : (
-        <TableScroll label={`${props.metric.label} per day and environment`}>
-          <table data-testid="usage-table">
-            <caption class="sr-only">{props.metric.label} per day and environment</caption>
-            <thead>
-              <tr>
-                <th scope="col">Date</th>
-                {lines.map((l) => (
-                  <th scope="col" key={l.name}>
-                    {l.name}
-                  </th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {dates.map((d, row) =>
-                lines.every((l) => l.values[row] === null) ? null : (
-                  <tr key={d}>
-                    <th scope="row">{d}</th>
-                    {lines.map((l) => (
-                      <td key={l.name}>{format(l.values[row] ?? null)}</td>
-                    ))}
-                  </tr>
-                ),
-              )}
-            </tbody>
-          </table>
-        </TableScroll>
-      )}
+      <DataTable
+        label={`${props.metric.label} per day and environment`}
+        testId="usage-table"
+        columns={['Date', ...lines.map((l) => l.name)]}
+        // A day no environment has a value for is left out.
+        rows={dates
+          .map((date, row) => ({ date, row }))
+          .filter(({ row }) => lines.some((l) => l.values[row] !== null))}
+        rowKey={({ date }) => date}
+        empty="No environment has usage in this window."
+        cells={({ date, row }) => (
+          <>
+            <th scope="row">{date}</th>
+            {lines.map((l) => (
+              <td key={l.name}>{format(l.values[row] ?? null)}</td>
+            ))}
+          </>
+        )}
+      />
     </figure>
   );
 }

@@ -2,7 +2,7 @@ import type { paths } from '@hostplane/client';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { messageOf, useApi, useSubmit } from '../api.js';
 import { href } from '../router.js';
-import { Alert, Confirm, Field, Loading, Select, TableScroll } from '../ui.js';
+import { ACTIONS, Alert, Confirm, DataTable, Field, Loading, Select } from '../ui.js';
 
 type AccountUser =
   paths['/v1/accounts/{account_id}/account_users']['get']['responses'][200]['content']['application/json']['results'][number];
@@ -87,54 +87,42 @@ export function UsersPage(props: { accountId: string }) {
 
   const members = users?.filter((u) => u.invite_accepted) ?? [];
   const invitations = users?.filter((u) => !u.invite_accepted) ?? [];
-  const table = (list: AccountUser[], caption: string, testId: string, editRoles: boolean) => (
-    <TableScroll label={caption}>
-      <table data-testid={testId} class="stack">
-        <caption class="sr-only">{caption}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Email</th>
-            <th scope="col">Role</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.map((u) => (
-            <tr key={u.user_id}>
-              <td>
-                {u.first_name} {u.last_name}
-              </td>
-              <td>{u.email}</td>
-              <td>
-                {editRoles ? (
-                  <RoleForm accountId={account_id} user={u} onSaved={reload} />
-                ) : (
-                  roleLabel(u.roles)
-                )}
-                {u.installs && u.installs.length > 0 && (
-                  <span class="muted"> ({u.installs.map((i) => i.name).join(', ')})</span>
-                )}
-              </td>
-              <td>
-                {!u.last_owner && (
-                  <button
-                    type="button"
-                    class="secondary"
-                    aria-label={`Remove ${u.email}`}
-                    onClick={() => setRemoving(u)}
-                  >
-                    Remove
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroll>
+  const table = (list: AccountUser[], caption: string, testId: string, empty: string, editRoles: boolean) => (
+    <DataTable
+      label={caption}
+      testId={testId}
+      stack
+      columns={['Name', 'Email', 'Role', ACTIONS]}
+      rows={list}
+      rowKey={(u) => u.user_id}
+      empty={empty}
+      cells={(u) => (
+        <>
+          <td>
+            {u.first_name} {u.last_name}
+          </td>
+          <td>{u.email}</td>
+          <td>
+            {editRoles ? <RoleForm accountId={account_id} user={u} onSaved={reload} /> : roleLabel(u.roles)}
+            {u.installs && u.installs.length > 0 && (
+              <span class="muted"> ({u.installs.map((i) => i.name).join(', ')})</span>
+            )}
+          </td>
+          <td>
+            {!u.last_owner && (
+              <button
+                type="button"
+                class="secondary"
+                aria-label={`Remove ${u.email}`}
+                onClick={() => setRemoving(u)}
+              >
+                Remove
+              </button>
+            )}
+          </td>
+        </>
+      )}
+    />
   );
 
   return (
@@ -149,17 +137,9 @@ export function UsersPage(props: { accountId: string }) {
       {users && (
         <>
           <h2>Members</h2>
-          {members.length === 0 ? (
-            <p>No member.</p>
-          ) : (
-            table(members, 'Members and their roles', 'members', true)
-          )}
+          {table(members, 'Members and their roles', 'members', 'No member yet.', true)}
           <h2>Invitations</h2>
-          {invitations.length === 0 ? (
-            <p>No invitation waiting.</p>
-          ) : (
-            table(invitations, 'Invitations not yet accepted', 'invitations', false)
-          )}
+          {table(invitations, 'Invitations not yet accepted', 'invitations', 'No invitation waiting.', false)}
         </>
       )}
       {removing && (
