@@ -24,7 +24,7 @@ function isStale() {
   if (!fs.existsSync(sources)) return false; // an installed package: dist is all there is
   if (!fs.existsSync(stamp)) return true;
   const built = fs.statSync(stamp).mtimeMs;
-  const config = path.join(root, 'tsconfig.build.json');
+  const config = path.join(root, 'tsconfig.json');
   // A new migration rebuilds the embedded database template too (dist/pglite-template).
   const migrations = path.join(root, 'drizzle');
   return (

@@ -7,31 +7,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { compileFiles, tsFiles } from './compile-files.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const TEST_DIST = path.join(root, '.tmp', 'test-dist');
 
-function tsFiles(dir) {
-  const found = [];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) found.push(...tsFiles(full));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) found.push(full);
-  }
-  return found;
-}
-
 fs.rmSync(TEST_DIST, { recursive: true, force: true });
-await build({
-  entryPoints: [...tsFiles(path.join(root, 'src')), ...tsFiles(path.join(root, 'test'))],
+await compileFiles([...tsFiles(path.join(root, 'src')), ...tsFiles(path.join(root, 'test'))], {
   outdir: TEST_DIST,
   outbase: root,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
   sourcemap: 'inline',
-  logLevel: 'warning',
 });
 // What the code reads relative to its own file (`new URL('../../drizzle', import.meta.url)` and the
 // like) is found from .tmp/test-dist as from the sources.

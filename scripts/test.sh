@@ -206,7 +206,7 @@ background() {
 # here when the sources changed since the last build (npm ci builds it through `prepare`).
 ensure_build() {
   if [ ! -f dist/.build-stamp ] ||
-    [ -n "$(find src drizzle tsconfig.build.json -newer dist/.build-stamp -print -quit)" ]; then
+    [ -n "$(find src drizzle tsconfig.json -newer dist/.build-stamp -print -quit)" ]; then
     echo "compiling: the sources changed since the last build"
     npm run --silent build
   fi
