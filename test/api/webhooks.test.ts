@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { eq } from 'drizzle-orm';
+import { ROLES } from '../../src/auth/access.js';
 import { mailOutbox, webhookAttempts, webhookDeliveries } from '../../src/db/schema.js';
+import { expectFieldError } from '../support/assertions.js';
 import { TEST_DB } from '../support/databases.js';
 import { factories, type Member } from '../support/factories.js';
 import { ADMIN_TOKEN, buildTestApp, clientFor, type Json, SECRET_KEY, startApp } from '../support/harness.js';
@@ -94,15 +97,23 @@ describe('webhook endpoints (issue 22)', () => {
     }
   });
 
-  it('G3/G4 only owners manage endpoints: other roles 403, strangers 404 (getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint, rotateWebhookEndpointSecret, pingWebhookEndpoint, listWebhookDeliveries, redeliverWebhookDelivery)', async () => {
+  it('G3/G4 only owners manage endpoints: every other role 403, strangers 404 (getWebhookEndpoint, updateWebhookEndpoint, deleteWebhookEndpoint, rotateWebhookEndpointSecret, pingWebhookEndpoint, listWebhookDeliveries, getWebhookDelivery, redeliverWebhookDelivery)', async () => {
     const w = await f.world();
     const endpoint = await createEndpoint(w.owner, w.account.id, { url: 'https://192.0.2.10/hook' });
     const ping = await w.owner.client.post(`${endpointsOf(w.account.id)}/${endpoint.id}/ping`);
     assert.equal(ping.status, 202);
-    const full = await f.user([{ account_id: w.account.id, roles: 'full,billing' }]);
-    const partial = await f.user([
-      { account_id: w.account.id, roles: 'partial', install_ids: [w.install.id] },
-    ]);
+    const others: [string, Member][] = [];
+    for (const roles of ROLES.filter((r) => r !== 'owner'))
+      others.push([
+        roles,
+        await f.user([
+          {
+            account_id: w.account.id,
+            roles,
+            ...(roles.startsWith('partial') && { install_ids: [w.install.id] }),
+          },
+        ]),
+      ]);
     const stranger = await f.user([]);
     const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
     const routes: {
@@ -117,6 +128,7 @@ describe('webhook endpoints (issue 22)', () => {
       { operationId: 'rotateWebhookEndpointSecret', method: 'POST', url: `${one}/rotate_secret` },
       { operationId: 'pingWebhookEndpoint', method: 'POST', url: `${one}/ping` },
       { operationId: 'listWebhookDeliveries', method: 'GET', url: `${one}/deliveries` },
+      { operationId: 'getWebhookDelivery', method: 'GET', url: `${one}/deliveries/${ping.body.id}` },
       {
         operationId: 'redeliverWebhookDelivery',
         method: 'POST',
@@ -124,8 +136,12 @@ describe('webhook endpoints (issue 22)', () => {
       },
     ];
     for (const r of routes) {
-      for (const m of [full, partial])
-        assert.equal((await m.client.request(r.method, r.url, r.body)).status, 403, `${r.operationId} 403`);
+      for (const [roles, m] of others)
+        assert.equal(
+          (await m.client.request(r.method, r.url, r.body)).status,
+          403,
+          `${r.operationId} ${roles} 403`,
+        );
       assert.equal(
         (await stranger.client.request(r.method, r.url, r.body)).status,
         404,
@@ -316,6 +332,57 @@ describe('signed deliveries (issue 22)', () => {
       last.attempt_log.map((a: Json) => a.attempt),
       Array.from({ length: 20 }, (_, i) => i + 3),
     );
+  });
+
+  it("getWebhookDelivery (issue 22): one delivery with its attempt_log, as the log lists it; another endpoint's or account's delivery and an unknown id are 404, a malformed id 400", async () => {
+    const w = await f.world();
+    const receiver = await startReceiver({ failFirst: 1 });
+    after(() => receiver.close());
+    // Only the ping is delivered (the world's provisioning events are not taken).
+    const endpoint = await createEndpoint(w.owner, w.account.id, {
+      url: receiver.url,
+      event_types: ['site_report.sent'],
+    });
+    const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
+    const ping = await w.owner.client.post(`${one}/ping`);
+    assert.equal(ping.status, 202);
+    await deliverUntil(() => receiver.accepted.size === 1);
+    const got = await w.owner.client.get(`${one}/deliveries/${ping.body.id}`);
+    assert.equal(got.status, 200, JSON.stringify(got.body));
+    assert.equal(got.body.id, ping.body.id);
+    assert.equal(got.body.event_type, 'webhook.ping');
+    assert.equal(got.body.status, 'delivered');
+    assert.equal(got.body.attempts, 2);
+    assert.deepEqual(
+      got.body.attempt_log.map((a: Json) => [a.attempt, a.status_code, a.error_kind]),
+      [
+        [1, 500, 'http_status'],
+        [2, 200, null],
+      ],
+    );
+    const listed = await w.owner.client.get(`${one}/deliveries`);
+    assert.deepEqual(got.body, listed.body.results[0]);
+    assert.ok(!JSON.stringify(got.body).includes(endpoint.secret.slice(6)), 'no secret');
+
+    // G4: through another endpoint of the account, or another account, it does not exist.
+    const second = await createEndpoint(w.owner, w.account.id, { url: receiver.url });
+    const viaSecond = await w.owner.client.get(
+      `${endpointsOf(w.account.id)}/${second.id}/deliveries/${ping.body.id}`,
+    );
+    assert.equal(viaSecond.status, 404);
+    assert.deepEqual(viaSecond.body, { message: 'Not Found' });
+    const other = await f.world();
+    const theirs = await createEndpoint(other.owner, other.account.id, { url: receiver.url });
+    const viaOther = await other.owner.client.get(
+      `${endpointsOf(other.account.id)}/${theirs.id}/deliveries/${ping.body.id}`,
+    );
+    assert.equal(viaOther.status, 404);
+    assert.deepEqual(viaOther.body, viaSecond.body);
+    assert.equal((await other.owner.client.get(`${one}/deliveries/${ping.body.id}`)).status, 404);
+    const unknown = await w.owner.client.get(`${one}/deliveries/${randomUUID()}`);
+    assert.equal(unknown.status, 404);
+    assert.deepEqual(unknown.body, viaSecond.body);
+    expectFieldError(await w.owner.client.get(`${one}/deliveries/nope`), 'delivery_id', 'invalid_value');
   });
 
   it('deliveries go out in event order per install: a later event waits while an earlier one is retried', async () => {

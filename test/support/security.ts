@@ -1161,6 +1161,7 @@ export const ROUTES: readonly SecuredRoute[] = [
       ['POST', '/rotate_secret', 'rotateWebhookEndpointSecret'],
       ['POST', '/ping', 'pingWebhookEndpoint'],
       ['GET', '/deliveries', 'listWebhookDeliveries'],
+      ['GET', '/deliveries/:delivery_id', 'getWebhookDelivery'],
       ['POST', '/deliveries/:delivery_id/redeliver', 'redeliverWebhookDelivery'],
     ] as const
   ).map(

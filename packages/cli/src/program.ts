@@ -23,10 +23,13 @@ const BIN = 'hostplane-cli';
 
 /** A subcommand with its description and an example in its --help. */
 function command(parent: Command, spec: string, description: string, example: string): Command {
-  return parent
-    .command(spec)
-    .description(description)
-    .addHelpText('after', `\nExample:\n  $ ${BIN} ${example}\n`);
+  return (
+    parent
+      .command(spec)
+      .description(description)
+      // Commander ends each help text with a newline: more examples follow on the next lines.
+      .addHelpText('after', `\nExample:\n  $ ${BIN} ${example}`)
+  );
 }
 
 /** A group of subcommands (`sites`, `installs`, ...) with an example. */
@@ -70,6 +73,7 @@ Example:
   $ export HOSTPLANE_URL=https://hosting.example.com HOSTPLANE_USERNAME=hp_... HOSTPLANE_PASSWORD=...
   $ ${BIN} sites list
   $ ${BIN} backup <install-id> --wait
+  $ ${BIN} restore <install-id> <backup-id> --dry-run
 
 ${EXIT_CODES_HELP}
 `,
@@ -111,6 +115,22 @@ ${EXIT_CODES_HELP}
     if (operation) out.note(`operation ${operation.id}: ${operation.status}`);
     else if (operationUrl)
       out.note(`started; follow it with: ${BIN} operations get ${operationUrl.split('/').pop()} --wait`);
+  };
+
+  /**
+   * `--dry-run` on the commands whose route takes `?dry_run=true`: the API runs every check and
+   * answers what it would do; nothing is changed and nothing is waited for.
+   */
+  const dryRunOption = (cmd: Command) =>
+    cmd
+      .option('--dry-run', 'only show what the API would do (every check runs; nothing is changed)')
+      .addHelpText('after', `  $ ${BIN} ${commandLine(cmd)} --dry-run`);
+  const dryRunQuery = (dryRun: boolean | undefined) => (dryRun ? { query: { dry_run: true } } : {});
+  /** Prints a dry run's answer (the API's own record with --json); never follows an operation. */
+  const dryRan = (cmd: Command, data: unknown) => {
+    const out = printer(cmd);
+    out.one(data);
+    if (!out.json) out.note('dry run: nothing was changed');
   };
 
   // ---------------------------------------------------------------- accounts (read only)
@@ -264,13 +284,18 @@ ${EXIT_CODES_HELP}
       });
       printer(cmd).one(data);
     });
-  command(
-    installs,
-    'delete <install-id>',
-    'Delete an install and its records',
-    'installs delete <install-id>',
-  ).action(async (id, _o, cmd) => {
-    await client(cmd).delete('/v1/installs/{install_id}', { params: { path: { install_id: id } } });
+  dryRunOption(
+    command(
+      installs,
+      'delete <install-id>',
+      'Delete an install and its records',
+      'installs delete <install-id>',
+    ),
+  ).action(async (id, opts, cmd) => {
+    const { data } = await client(cmd).delete('/v1/installs/{install_id}', {
+      params: { path: { install_id: id }, ...dryRunQuery(opts.dryRun) },
+    });
+    if (opts.dryRun) return dryRan(cmd, data);
     printer(cmd).one(null);
   });
 
@@ -322,24 +347,27 @@ ${EXIT_CODES_HELP}
       });
       printer(cmd).one(data);
     });
-  command(
-    domains,
-    'update <install-id> <domain-id>',
-    'Set primary, redirect or secure_all_urls',
-    'domains update <install-id> <domain-id> --primary',
+  dryRunOption(
+    command(
+      domains,
+      'update <install-id> <domain-id>',
+      'Set primary, redirect or secure_all_urls',
+      'domains update <install-id> <domain-id> --primary',
+    ),
   )
     .option('--primary', 'make it the primary domain')
     .option('--redirect-to <domain-id>', 'redirect to this domain ("nil" removes the redirect)')
     .option('--secure-all-urls <bool>', 'true or false')
     .action(async (install, domain, opts, cmd) => {
       const { data } = await client(cmd).patch('/v1/installs/{install_id}/domains/{domain_id}', {
-        params: { path: { install_id: install, domain_id: domain } },
+        params: { path: { install_id: install, domain_id: domain }, ...dryRunQuery(opts.dryRun) },
         body: {
           ...(opts.primary && { primary: true }),
           ...(opts.redirectTo && { redirect_to: opts.redirectTo }),
           ...(opts.secureAllUrls !== undefined && { secure_all_urls: opts.secureAllUrls === 'true' }),
         },
       });
+      if (opts.dryRun) return dryRan(cmd, data);
       printer(cmd).one(data);
     });
   command(
@@ -416,18 +444,19 @@ ${EXIT_CODES_HELP}
   const restoreAction = async (
     install: string,
     backup: string,
-    opts: { email?: string[]; wait?: boolean },
+    opts: { email?: string[]; wait?: boolean; dryRun?: boolean },
     cmd: Command,
   ) => {
     const hp = client(cmd);
     const result = await hp.post('/v1/installs/{install_id}/backups/{backup_id}/restore', {
-      params: { path: { install_id: install, backup_id: backup } },
+      params: { path: { install_id: install, backup_id: backup }, ...dryRunQuery(opts.dryRun) },
       body: { notification_emails: opts.email ?? [] },
     });
+    if (opts.dryRun) return dryRan(cmd, result.data);
     await started(cmd, hp, result, opts.wait);
   };
   const restoreOptions = (cmd: Command) =>
-    cmd
+    dryRunOption(cmd)
       .option('--email <address>', 'mail the result to this address (repeat for more)', collect)
       .option('--wait', 'follow the restore until it completes (exit 7 when it fails)');
   restoreOptions(
@@ -456,11 +485,13 @@ ${EXIT_CODES_HELP}
       'restore <install-id> <backup-id> --wait',
     ),
   ).action((install, backup, opts, cmd) => restoreAction(install, backup, opts, cmd));
-  command(
-    program,
-    'copy <from-install-id> <to-install-id>',
-    "Copy one install's files and/or database over another",
-    'copy <production-id> <staging-id> --no-database --wait',
+  dryRunOption(
+    command(
+      program,
+      'copy <from-install-id> <to-install-id>',
+      "Copy one install's files and/or database over another",
+      'copy <production-id> <staging-id> --no-database --wait',
+    ),
   )
     .option('--no-files', 'do not copy the files')
     .option('--no-database', 'do not copy the database')
@@ -470,6 +501,7 @@ ${EXIT_CODES_HELP}
     .action(async (from, to, opts, cmd) => {
       const hp = client(cmd);
       const result = await hp.post('/v1/install_copy', {
+        ...(opts.dryRun && { params: { query: { dry_run: true } } }),
         body: {
           source_environment_id: from,
           destination_environment_id: to,
@@ -481,6 +513,7 @@ ${EXIT_CODES_HELP}
           },
         },
       });
+      if (opts.dryRun) return dryRan(cmd, result.data);
       await started(cmd, hp, result, opts.wait);
     });
   command(program, 'purge <install-id>', "Purge an install's cache", 'purge <install-id> --type cdn --wait')
@@ -494,11 +527,13 @@ ${EXIT_CODES_HELP}
       });
       await started(cmd, hp, result, opts.wait);
     });
-  command(
-    program,
-    'transfer <site-id>',
-    'Transfer a site to another account',
-    'transfer <site-id> --to <account-id> --at 2026-06-01T14:30:00Z',
+  dryRunOption(
+    command(
+      program,
+      'transfer <site-id>',
+      'Transfer a site to another account',
+      'transfer <site-id> --to <account-id> --at 2026-06-01T14:30:00Z',
+    ),
   )
     .requiredOption('--to <account-id>', 'destination account')
     .option('--at <date-time>', 'when (RFC 3339, 1 hour to 7 days ahead; default: now)')
@@ -507,13 +542,14 @@ ${EXIT_CODES_HELP}
     .action(async (site, opts, cmd) => {
       const hp = client(cmd);
       const result = await hp.post('/v1/sites/{site_id}/site_transfers', {
-        params: { path: { site_id: site } },
+        params: { path: { site_id: site }, ...dryRunQuery(opts.dryRun) },
         body: {
           destination_account_id: opts.to,
           ...(opts.at && { scheduled_time: opts.at }),
           ...(opts.maintenanceMode && { maintenance_mode: true }),
         },
       });
+      if (opts.dryRun) return dryRan(cmd, result.data);
       await started(cmd, hp, result, opts.wait);
     });
   command(
@@ -605,11 +641,13 @@ ${EXIT_CODES_HELP}
       }),
     );
   });
-  command(
-    users,
-    'create <account-id>',
-    'Add a user to an account (they get an invitation)',
-    'users create <account-id> --email ana@example.com --first-name Ana --last-name Diaz --roles full',
+  dryRunOption(
+    command(
+      users,
+      'create <account-id>',
+      'Add a user to an account (they get an invitation)',
+      'users create <account-id> --email ana@example.com --first-name Ana --last-name Diaz --roles full',
+    ),
   )
     .requiredOption('--email <address>', 'e-mail address')
     .requiredOption('--first-name <name>', 'first name')
@@ -618,7 +656,7 @@ ${EXIT_CODES_HELP}
     .option('--install <id>', 'an install a partial user may see (repeat for more)', collect)
     .action(async (account, opts, cmd) => {
       const { data } = await client(cmd).post('/v1/accounts/{account_id}/account_users', {
-        params: { path: { account_id: account } },
+        params: { path: { account_id: account }, ...dryRunQuery(opts.dryRun) },
         body: {
           user: {
             account_id: account,
@@ -630,32 +668,39 @@ ${EXIT_CODES_HELP}
           },
         },
       });
+      if (opts.dryRun) return dryRan(cmd, data);
       printer(cmd).one(data);
     });
-  command(
-    users,
-    'update <account-id> <user-id>',
-    "Change a user's roles",
-    'users update <account-id> <user-id> --roles partial --install <install-id>',
+  dryRunOption(
+    command(
+      users,
+      'update <account-id> <user-id>',
+      "Change a user's roles",
+      'users update <account-id> <user-id> --roles partial --install <install-id>',
+    ),
   )
     .addOption(new Option('--roles <roles>', 'roles').choices(ROLES).makeOptionMandatory())
     .option('--install <id>', 'an install a partial user may see (repeat for more)', collect)
     .action(async (account, user, opts, cmd) => {
       const { data } = await client(cmd).patch('/v1/accounts/{account_id}/account_users/{user_id}', {
-        params: { path: { account_id: account, user_id: user } },
+        params: { path: { account_id: account, user_id: user }, ...dryRunQuery(opts.dryRun) },
         body: { roles: opts.roles, ...(opts.install && { install_ids: opts.install }) },
       });
+      if (opts.dryRun) return dryRan(cmd, data);
       printer(cmd).one(data);
     });
-  command(
-    users,
-    'delete <account-id> <user-id>',
-    'Remove a user from an account',
-    'users delete <account-id> <user-id>',
-  ).action(async (account, user, _o, cmd) => {
-    await client(cmd).delete('/v1/accounts/{account_id}/account_users/{user_id}', {
-      params: { path: { account_id: account, user_id: user } },
+  dryRunOption(
+    command(
+      users,
+      'delete <account-id> <user-id>',
+      'Remove a user from an account',
+      'users delete <account-id> <user-id>',
+    ),
+  ).action(async (account, user, opts, cmd) => {
+    const { data } = await client(cmd).delete('/v1/accounts/{account_id}/account_users/{user_id}', {
+      params: { path: { account_id: account, user_id: user }, ...dryRunQuery(opts.dryRun) },
     });
+    if (opts.dryRun) return dryRan(cmd, data);
     printer(cmd).one(null);
   });
 
@@ -734,7 +779,7 @@ ${EXIT_CODES_HELP}
     'Print a completion script for bash or zsh',
     'completion bash >> ~/.bashrc',
   )
-    .addHelpText('after', `  $ ${BIN} completion zsh > "\${fpath[1]}/_${BIN}"\n`)
+    .addHelpText('after', `  $ ${BIN} completion zsh > "\${fpath[1]}/_${BIN}"`)
     .action((shell: string) => {
       if (shell !== 'bash' && shell !== 'zsh')
         throw new CliError(`No completion for "${shell}": bash or zsh`, EXIT.usage);
@@ -742,4 +787,11 @@ ${EXIT_CODES_HELP}
     });
 
   return program;
+}
+
+/** The words that run `cmd` (`users delete <account-id> <user-id>`), for help examples. */
+function commandLine(cmd: Command): string {
+  const names: string[] = [];
+  for (let at: Command | null = cmd; at?.parent; at = at.parent) names.unshift(at.name());
+  return [...names, ...cmd.registeredArguments.map((a) => `<${a.name()}>`)].join(' ');
 }

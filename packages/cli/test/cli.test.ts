@@ -176,6 +176,104 @@ describe('issue 23: hostplane-cli (packages/cli)', () => {
     assert.match(none.stderr, /No credentials/);
   });
 
+  it('--dry-run (issue 23): prints what the API would do (a record, or its JSON), exits 0, never waits, and changes nothing', async () => {
+    const install = await activeInstall();
+    const other = await activeInstall();
+    const backup = await json(['backup', install.id, '--wait']);
+    const types = async (id: string) =>
+      (await json(['operations', 'list', id])).results.map((op: { type: string }) => op.type).sort();
+    const before = { install: await types(install.id), other: await types(other.id) };
+
+    // restore: the API's answer, even with --wait (nothing to follow); no restore is started.
+    const restore = await json(['restore', install.id, backup.data.id, '--dry-run', '--wait']);
+    assert.equal(restore.dry_run, true);
+    assert.equal(restore.operation, 'restore_backup');
+    assert.equal(restore.install_id, install.id);
+    assert.equal(restore.backup_id, backup.data.id);
+    assert.equal(restore.operation_url, undefined, "the API's answer as it is: nothing was followed");
+    const human = await ok(['backups', 'restore', install.id, backup.data.id, '--dry-run']);
+    assert.match(human.stdout, /^dry_run\s+true$/m);
+    assert.match(human.stdout, /^operation\s+restore_backup$/m);
+    assert.equal(human.stderr, 'dry run: nothing was changed\n');
+
+    // copy: C1-C6 checked, nothing copied.
+    const copy = await json(['copy', install.id, other.id, '--no-files', '--dry-run', '--wait']);
+    assert.deepEqual(
+      [copy.dry_run, copy.operation, copy.destination_install_id, copy.include_files, copy.include_db],
+      [true, 'copy_install', other.id, false, true],
+    );
+
+    // installs delete: what would stop serving; the install is still there and active.
+    const deletion = await json(['installs', 'delete', install.id, '--dry-run']);
+    assert.equal(deletion.dry_run, true);
+    assert.ok(deletion.domains_that_would_stop_serving.length >= 1);
+    assert.equal((await json(['installs', 'get', install.id])).status, 'active');
+    assert.deepEqual(await types(install.id), before.install, 'no operation started on the source');
+    assert.deepEqual(await types(other.id), before.other, 'no operation started on the destination');
+
+    // users create, update and delete: the member list is as it was after each.
+    const account = server.demo.accountId;
+    const email = `dry-${randomUUID().slice(0, 8)}@example.test`;
+    const person = ['--email', email, '--first-name', 'Dry', '--last-name', 'Run', '--roles', 'full'];
+    const emails = async () =>
+      (await json(['users', 'list', account])).results.map((u: { email: string }) => u.email);
+    const invite = await json(['users', 'create', account, ...person, '--dry-run']);
+    assert.equal(invite.dry_run, true);
+    assert.ok(!(await emails()).includes(email), 'no user invited');
+    const member = (await json(['users', 'create', account, ...person])).account_user;
+    const change = await json([
+      'users',
+      'update',
+      account,
+      member.user_id,
+      '--roles',
+      'partial',
+      '--dry-run',
+    ]);
+    assert.deepEqual(change.roles, { before: 'full', after: 'partial' });
+    const removal = await json(['users', 'delete', account, member.user_id, '--dry-run']);
+    assert.equal(removal.dry_run, true);
+    const still = await json(['users', 'get', account, member.user_id]);
+    assert.equal(still.roles, 'full');
+    assert.ok((await emails()).includes(email), 'the member is not removed');
+  });
+
+  it("--dry-run (issue 23): a refused dry run exits non-zero with the API's message", async () => {
+    const site = await json([
+      'sites',
+      'create',
+      '--account',
+      server.demo.accountId,
+      '--name',
+      'Dry transfer',
+    ]);
+    // T5: the destination must be another account (422).
+    const transfer = await cli(['transfer', site.id, '--to', server.demo.accountId, '--dry-run']);
+    assert.equal(transfer.code, EXIT.validation, transfer.stderr);
+    assert.match(transfer.stderr, /^hostplane-cli: 422 .+\n {2}destination_account_id: /);
+    assert.equal(transfer.stdout, '');
+    assert.equal((await json(['transfers', 'list', site.id])).count, 0);
+    // The one-owner rule: the demo account's only owner keeps the role (422 last_owner).
+    const owners = (await json(['users', 'list', server.demo.accountId])).results.filter(
+      (u: { roles: string }) => u.roles === 'owner',
+    );
+    assert.equal(owners.length, 1);
+    const demote = await cli([
+      'users',
+      'update',
+      server.demo.accountId,
+      owners[0].user_id,
+      '--roles',
+      'full',
+      '--dry-run',
+    ]);
+    assert.equal(demote.code, EXIT.validation, demote.stderr);
+    assert.match(demote.stderr, /at least one owner/);
+    const missing = await cli(['installs', 'delete', randomUUID(), '--dry-run', '--json']);
+    assert.equal(missing.code, EXIT.notFound, missing.stderr);
+    assert.match(missing.stderr, /404/);
+  });
+
   it('a profile file readable by others (0644) is refused with exit 9; at 0600 it is used', async () => {
     const file = path.join(home, 'profiles.json');
     const profile = { url: server.url, username: server.demo.username, password: server.demo.password };

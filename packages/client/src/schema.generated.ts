@@ -1071,6 +1071,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{account_id}/webhook_endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One delivery of the log, with its latest attempts */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/accounts/{account_id}/webhook_endpoints/{webhook_endpoint_id}/deliveries/{delivery_id}/redeliver": {
         parameters: {
             query?: never;
@@ -16136,6 +16153,200 @@ export interface operations {
                                 latency_ms: number;
                                 response_excerpt: string | null;
                             }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not authorized */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                account_id: string;
+                webhook_endpoint_id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "4d5e6f7a-8b9c-4d0e-8f1a-2b3c4d5e6f7a",
+                     *       "event_id": "0b9b3f1e-4a0c-4f57-9d0e-6c7a1f2d3e4f",
+                     *       "event_type": "backup.completed",
+                     *       "status": "delivered",
+                     *       "attempts": 3,
+                     *       "next_attempt_at": null,
+                     *       "last_attempt_at": "2026-11-26T01:00:50.000Z",
+                     *       "last_status_code": 200,
+                     *       "last_latency_ms": 42,
+                     *       "last_error": null,
+                     *       "response_excerpt": "ok",
+                     *       "delivered_at": "2026-11-26T01:00:50.000Z",
+                     *       "created_at": "2026-11-26T01:00:00.000Z",
+                     *       "attempt_log": [
+                     *         {
+                     *           "attempt": 1,
+                     *           "started_at": "2026-11-26T01:00:00.000Z",
+                     *           "status_code": 500,
+                     *           "error_kind": "http_status",
+                     *           "error": "HTTP 500",
+                     *           "latency_ms": 35,
+                     *           "response_excerpt": "Internal Server Error"
+                     *         },
+                     *         {
+                     *           "attempt": 2,
+                     *           "started_at": "2026-11-26T01:00:05.000Z",
+                     *           "status_code": null,
+                     *           "error_kind": "timeout",
+                     *           "error": "timed out after 10000 ms",
+                     *           "latency_ms": 10000,
+                     *           "response_excerpt": null
+                     *         },
+                     *         {
+                     *           "attempt": 3,
+                     *           "started_at": "2026-11-26T01:00:50.000Z",
+                     *           "status_code": 200,
+                     *           "error_kind": null,
+                     *           "error": null,
+                     *           "latency_ms": 42,
+                     *           "response_excerpt": "ok"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /**
+                         * Format: uuid
+                         * @description The `webhook-id` header: the same on every attempt
+                         */
+                        event_id: string;
+                        event_type: string;
+                        status: "pending" | "delivered" | "failed";
+                        attempts: number;
+                        next_attempt_at: string | null;
+                        last_attempt_at: string | null;
+                        last_status_code: number | null;
+                        last_latency_ms: number | null;
+                        last_error: string | null;
+                        response_excerpt: string | null;
+                        delivered_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description The delivery log: its latest 20 attempts, oldest first (`attempts` counts them all). Kept with the delivery for 30 days */
+                        attempt_log: {
+                            /** @description The attempt number (counts on across redeliveries) */
+                            attempt: number;
+                            /** Format: date-time */
+                            started_at: string;
+                            status_code: number | null;
+                            error_kind: ("refused" | "dns" | "connection" | "timeout" | "http_status") | null;
+                            error: string | null;
+                            latency_ms: number;
+                            response_excerpt: string | null;
                         }[];
                     };
                 };

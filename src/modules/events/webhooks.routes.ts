@@ -262,6 +262,26 @@ export function webhooksRoutes({ config, services }: RouteContext): RoutesPlugin
       },
     );
 
+    app.get(
+      `${one}/deliveries/:delivery_id`,
+      {
+        schema: {
+          operationId: 'getWebhookDelivery',
+          tags,
+          summary: 'One delivery of the log, with its latest attempts',
+          params: WebhookDeliveryParams,
+          response: { 200: WebhookDeliverySchema, ...errorResponses(400, 403, 404) },
+        },
+        config: { resource },
+      },
+      async (request) => {
+        const { account_id, webhook_endpoint_id, delivery_id } = request.params;
+        return toDelivery(
+          await hooks.delivery(callerOf(request), account_id, webhook_endpoint_id, delivery_id),
+        );
+      },
+    );
+
     app.post(
       `${one}/deliveries/:delivery_id/redeliver`,
       {

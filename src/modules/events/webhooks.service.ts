@@ -347,6 +347,15 @@ export function createWebhooksService(deps: WebhooksDeps) {
       return { count, rows: await withAttempts(db, rows) };
     },
 
+    /** One delivery of the endpoint with its latest attempts; another endpoint's is a 404 (G4). */
+    async delivery(caller: Caller, accountId: string, id: string, deliveryId: string) {
+      await requireEndpoint(caller, accountId, id);
+      const d = await repo.findEndpointDelivery(db, id, deliveryId);
+      if (!d) throw Errors.notFound();
+      const [shown] = await withAttempts(db, [d]);
+      return shown ?? { ...d, attempt_log: [] };
+    },
+
     /** Sends a delivery again (delivered, failed, or pending: now instead of at its next back-off). */
     async redeliver(caller: Caller, accountId: string, id: string, deliveryId: string) {
       await requireEndpoint(caller, accountId, id);
