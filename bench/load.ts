@@ -82,11 +82,17 @@ export interface CliProcess {
 }
 
 /**
- * Starts `node dist/cli.js <args>` (the build `npm start` runs: no tsx in the process) with only
- * PATH and `env`, and resolves once its output matches `ready`. Build first: {@link assertBuilt}.
+ * Starts `node dist/cli.js <args>` (no tsx in the process), or another `script` of the build such as
+ * `bin/hostplane.js` (what `npm start` runs: the bundle), with only PATH and `env`, and resolves once
+ * its output matches `ready`. Build first: {@link assertBuilt}.
  */
-export function startCli(args: string[], env: Record<string, string>, ready: RegExp): Promise<CliProcess> {
-  const child = spawn(process.execPath, ['dist/cli.js', ...args], {
+export function startCli(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+  script = 'dist/cli.js',
+): Promise<CliProcess> {
+  const child = spawn(process.execPath, [script, ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -168,13 +174,34 @@ export function cpuSeconds(pid: number): number | null {
   }
 }
 
-/** `connections` keep-alive connections for `seconds`, recording the latency of every response. */
-export function run(url: string, headers: Record<string, string>, seconds: number, connections: number) {
+/** Resident memory of a process now, in MB, from /proc; 0 where there is none. */
+export function rssMb(pid: number): number {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * `connections` keep-alive connections for `seconds`, recording the latency of every response.
+ * GETs of `url` unless `requests` is given: autocannon's sequence each connection sends in a loop
+ * (method, body, `setupRequest`/`onResponse` to carry an id from one request to the next).
+ */
+export function run(
+  url: string,
+  headers: Record<string, string>,
+  seconds: number,
+  connections: number,
+  requests?: autocannon.Request[],
+) {
   return new Promise<Run>((resolve, reject) => {
     const latenciesMs: number[] = [];
     const perSecond: number[] = [];
     const start = performance.now();
-    const instance = autocannon({ url, headers, connections, duration: seconds }, (err, result) => {
+    const options = { url, headers, connections, duration: seconds, ...(requests && { requests }) };
+    const instance = autocannon(options, (err, result) => {
       if (err) reject(err);
       else
         resolve({

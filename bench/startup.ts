@@ -23,7 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { BENCH_PG_URL } from './databases.js';
-import { freePort } from './load.js';
+import { freePort, rssMb } from './load.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const IDLE_MS = 5000;
@@ -65,15 +65,6 @@ function descendants(pid: number): number[] {
       out.push(child, ...descendants(child));
   }
   return out;
-}
-
-function rssMb(pid: number): number {
-  try {
-    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
 }
 
 const TICKS_PER_SECOND = 100; // USER_HZ, fixed at 100 on Linux
