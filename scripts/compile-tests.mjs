@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import { compileFiles, tsFiles } from './compile-files.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -18,6 +19,31 @@ await compileFiles([...tsFiles(path.join(root, 'src')), ...tsFiles(path.join(roo
   outbase: root,
   sourcemap: 'inline',
 });
+// TypeBox as one set of files (its ~680 small modules cost each test process ~0.3 CPU-s to load; the
+// server's bundle does the same, scripts/bundle.mjs): .tmp/test-dist/node_modules/typebox is found
+// before the root's node_modules by every compiled file, and only they import typebox at run time.
+const typebox = JSON.parse(fs.readFileSync(path.join(root, 'node_modules/typebox/package.json'), 'utf8'));
+const typeboxDir = path.join(TEST_DIST, 'node_modules', 'typebox');
+const entries = Object.keys(typebox.exports).map((sub) => (sub === '.' ? 'index' : sub.slice(2)));
+await build({
+  entryPoints: Object.fromEntries(entries.map((e) => [e, e === 'index' ? 'typebox' : `typebox/${e}`])),
+  outdir: typeboxDir,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+});
+fs.writeFileSync(
+  path.join(typeboxDir, 'package.json'),
+  JSON.stringify({
+    name: 'typebox',
+    version: typebox.version,
+    type: 'module',
+    exports: Object.fromEntries(entries.map((e) => [e === 'index' ? '.' : `./${e}`, `./${e}.js`])),
+  }),
+);
 // What the code reads relative to its own file (`new URL('../../drizzle', import.meta.url)` and the
 // like) is found from .tmp/test-dist as from the sources.
 for (const link of ['drizzle', 'dist', 'packages', 'package.json', path.join('test', 'reference')]) {
