@@ -179,10 +179,19 @@ summary() {
   echo "${passed} passed, ${failed} failed"
 }
 
+# The unit tests (src/**/*.test.ts, test/unit/) as compiled by compile_tests: no loader hooks in their
+# processes (tsx's cost ~0.3 CPU-s per file; docs/decisions.md #121).
 run_unit() {
-  mapfile -t files < <(find src test/unit -name '*.test.ts' 2>/dev/null | sort)
+  mapfile -t files < <(find .tmp/test-dist/src .tmp/test-dist/test/unit -name '*.test.js' 2>/dev/null | sort)
   [ "${#files[@]}" -eq 0 ] && return 0
-  node --import tsx --test --test-reporter=spec "${files[@]}"
+  node --enable-source-maps --test --test-reporter=spec "${files[@]}"
+}
+
+# The test processes run JavaScript compiled from src/ and test/ (scripts/compile-tests.mjs, about a
+# second): compiled once per run, before any phase reads it (run-files.ts compiles only when run alone).
+compile_tests() {
+  node scripts/compile-tests.mjs
+  export TEST_COMPILED=1
 }
 
 # A phase in the background with its output in its own log (printed whole when it fails).
@@ -262,6 +271,8 @@ finish() {
   summary
   exit "$status"
 }
+
+[ "$mode" = packages ] || compile_tests
 
 case "$mode" in
   all)

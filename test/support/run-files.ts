@@ -107,8 +107,11 @@ const queue: Job[] = files
   .sort((a, b) => expected(b.db, b.file) - expected(a.db, a.file) || a.file.localeCompare(b.file));
 
 // The test processes run JavaScript compiled from src/ and test/ (scripts/compile-tests.mjs, about a
-// second): no loader hooks in them (docs/decisions.md #121). Compiled here, so it is never stale.
-execFileSync(process.execPath, ['scripts/compile-tests.mjs'], { stdio: 'inherit' });
+// second): no loader hooks in them (docs/decisions.md #121). scripts/test.sh compiles once per run
+// (TEST_COMPILED=1); run alone, this compiles, so it is never stale.
+if (process.env.TEST_COMPILED !== '1') {
+  execFileSync(process.execPath, ['scripts/compile-tests.mjs'], { stdio: 'inherit' });
+}
 const COMPILED = '.tmp/test-dist';
 const compiled = (file: string) => `./${path.join(COMPILED, file.replace(/\.ts$/, '.js'))}`;
 
