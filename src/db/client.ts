@@ -313,7 +313,8 @@ function takeLock(lockPath: string): () => void {
   throw new Error(`Could not take the lock ${lockPath}`);
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid exists (one of another user's counts: EPERM). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
-import { type Database, type Db, openDatabase, queryRows } from '../../src/db/client.js';
+import { type Database, type Db, isAlive, openDatabase, queryRows } from '../../src/db/client.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { createJobQueue } from '../../src/jobs/queue.js';
 
@@ -53,17 +53,8 @@ function removeStaleClones() {
   const base = path.dirname(CLONES);
   for (const name of fs.readdirSync(base)) {
     const pid = Number(/^hostplane-test-r(\d+)$/.exec(name)?.[1]);
-    if (!pid || isRunning(pid)) continue;
+    if (!pid || isAlive(pid)) continue;
     fs.rmSync(path.join(base, name), { recursive: true, force: true });
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
