@@ -51,7 +51,9 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 
 export function buildProgram(ctx: Context): Command {
   const program = new Command(BIN)
-    .description("The command line of Hostplane's API: sites, installs, domains, backups, users, transfers.")
+    .description(
+      "The command line of Hostplane's API: sites, installs, domains, certificates, backups, users, transfers.",
+    )
     .option('--json', "print JSON (the API's own records) instead of tables")
     .option(
       '-p, --profile <name>',
