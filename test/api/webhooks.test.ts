@@ -334,6 +334,41 @@ describe('signed deliveries (issue 22)', () => {
     );
   });
 
+  it('delivery log (issue 22, decision 115): a delivery redelivered past 50 attempts keeps only its latest 50 rows and shows the latest 20, oldest first', async () => {
+    const w = await f.world();
+    const closed = await startReceiver();
+    await closed.close();
+    const endpoint = await createEndpoint(w.owner, w.account.id, {
+      url: closed.url,
+      event_types: ['site_report.sent'],
+    });
+    const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
+    const ping = await w.owner.client.post(`${one}/ping`);
+    assert.equal(ping.status, 202);
+    await t.runJobs();
+    const total = 55;
+    for (let i = 1; i < total; i++) {
+      const again = await w.owner.client.post(`${one}/deliveries/${ping.body.id}/redeliver`);
+      assert.equal(again.status, 202);
+      await t.runJobs();
+    }
+    const rows = await t.database.db
+      .select({ attempt: webhookAttempts.attempt })
+      .from(webhookAttempts)
+      .where(eq(webhookAttempts.delivery_id, ping.body.id));
+    assert.deepEqual(
+      rows.map((r) => r.attempt).sort((a, b) => a - b),
+      Array.from({ length: 50 }, (_, i) => total - 49 + i),
+      'attempts 6-55 kept, 1-5 deleted',
+    );
+    const got = await w.owner.client.get(`${one}/deliveries/${ping.body.id}`);
+    assert.equal(got.body.attempts, total);
+    assert.deepEqual(
+      got.body.attempt_log.map((a: Json) => a.attempt),
+      Array.from({ length: 20 }, (_, i) => total - 19 + i),
+    );
+  });
+
   it("getWebhookDelivery (issue 22): one delivery with its attempt_log, as the log lists it; another endpoint's or account's delivery and an unknown id are 404, a malformed id 400", async () => {
     const w = await f.world();
     const receiver = await startReceiver({ failFirst: 1 });

@@ -51,7 +51,9 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 
 export function buildProgram(ctx: Context): Command {
   const program = new Command(BIN)
-    .description("The command line of Hostplane's API: sites, installs, domains, backups, users, transfers.")
+    .description(
+      "The command line of Hostplane's API: sites, installs, domains, certificates, backups, users, transfers.",
+    )
     .option('--json', "print JSON (the API's own records) instead of tables")
     .option(
       '-p, --profile <name>',
@@ -121,10 +123,10 @@ ${EXIT_CODES_HELP}
    * `--dry-run` on the commands whose route takes `?dry_run=true`: the API runs every check and
    * answers what it would do; nothing is changed and nothing is waited for.
    */
-  const dryRunOption = (cmd: Command) =>
+  const dryRunOption = (cmd: Command, example = commandLine(cmd)) =>
     cmd
       .option('--dry-run', 'only show what the API would do (every check runs; nothing is changed)')
-      .addHelpText('after', `  $ ${BIN} ${commandLine(cmd)} --dry-run`);
+      .addHelpText('after', `  $ ${BIN} ${example} --dry-run`);
   const dryRunQuery = (dryRun: boolean | undefined) => (dryRun ? { query: { dry_run: true } } : {});
   /** Prints a dry run's answer (the API's own record with --json); never follows an operation. */
   const dryRan = (cmd: Command, data: unknown) => {
@@ -394,6 +396,51 @@ ${EXIT_CODES_HELP}
     'domains verify <install-id> <domain-id>',
   ).action((install, domain, _o, cmd) => verify(install, domain, cmd));
 
+  // ---------------------------------------------------------------- ssl certificates
+  const ssl = group(program, 'ssl', "An install's SSL certificates", 'ssl list <install-id>');
+  listOptions(
+    command(ssl, 'list <install-id>', 'List the certificates of an install', 'ssl list <install-id>'),
+  ).action(async (install, opts, cmd) => {
+    const page = await client(cmd).get('/v1/installs/{install_id}/ssl_certificates', {
+      params: { path: { install_id: install }, query: { limit: opts.limit, offset: opts.offset } },
+    });
+    const out = printer(cmd);
+    if (out.json) return out.one(page);
+    out.write(
+      page.certificates.length
+        ? table(page.certificates, ['uuid', 'common_name', 'domains', 'status', 'expires_time', 'issuer'])
+        : '(none)',
+    );
+    if (page.next_page_token) out.note(`more with --offset ${page.next_page_token}`);
+  });
+  dryRunOption(
+    command(
+      ssl,
+      'import <install-id>',
+      'Import a certificate chain (PEM, the end-entity certificate first) and its private key; the key is never printed',
+      'ssl import <install-id> --cert fullchain.pem --key privkey.pem',
+    ),
+    'ssl import <install-id> --cert fullchain.pem --key privkey.pem',
+  )
+    .requiredOption('--cert <file>', 'PEM file: the certificate, then its intermediates')
+    .requiredOption('--key <file>', 'PEM file: the unencrypted private key (keep it mode 0600)')
+    .action(async (install, opts, cmd) => {
+      const body = {
+        certificate: readPem(opts.cert, 'certificate').toString('base64'),
+        private_key: readPem(opts.key, 'private key', ctx.io).toString('base64'),
+      };
+      const { data } = await client(cmd).post('/v1/installs/{install_id}/ssl_certificates/third_party', {
+        params: { path: { install_id: install }, ...dryRunQuery(opts.dryRun) },
+        body,
+      });
+      if (opts.dryRun) return dryRan(cmd, data);
+      const out = printer(cmd);
+      if (out.json) return out.one(data);
+      // The stored chain (base64 PEM) is long: --json has it.
+      const { certificate: _chain, ...shown } = data as Record<string, unknown>;
+      out.one(shown);
+    });
+
   // ---------------------------------------------------------------- backups
   const backups = group(program, 'backups', "An install's backups", 'backups list <install-id>');
   listOptions(
@@ -534,6 +581,7 @@ ${EXIT_CODES_HELP}
       'Transfer a site to another account',
       'transfer <site-id> --to <account-id> --at 2026-06-01T14:30:00Z',
     ),
+    'transfer <site-id> --to <account-id>',
   )
     .requiredOption('--to <account-id>', 'destination account')
     .option('--at <date-time>', 'when (RFC 3339, 1 hour to 7 days ahead; default: now)')
@@ -787,6 +835,44 @@ ${EXIT_CODES_HELP}
     });
 
   return program;
+}
+
+/** Largest PEM file read: far above any chain or key the API takes (it answers 400 for those). */
+const MAX_PEM_BYTES = 1024 * 1024;
+
+const FILE_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'not a regular file',
+};
+
+/**
+ * Reads a PEM file given on the command line: a missing, unreadable or oversized file is a usage
+ * error (exit 2) naming the file. With `io` (the private key), a file group or others may read gets a
+ * warning on stderr (decision 126): the key is already exposed there, and refusing would not undo it.
+ */
+function readPem(file: string, what: string, io?: Io): Buffer {
+  let stat: fs.Stats;
+  let content: Buffer;
+  try {
+    stat = fs.statSync(file);
+    if (!stat.isFile()) throw new Error('not a regular file');
+    if (stat.size > MAX_PEM_BYTES) throw new Error(`larger than ${MAX_PEM_BYTES} bytes`);
+    content = fs.readFileSync(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = (code && FILE_ERRORS[code]) ?? (error as Error).message;
+    throw new CliError(`Cannot read the ${what} file ${file}: ${reason}`, EXIT.usage);
+  }
+  if (content.length === 0) throw new CliError(`The ${what} file ${file} is empty`, EXIT.usage);
+  const mode = stat.mode & 0o777;
+  if (io && (mode & 0o077) !== 0) {
+    io.stderr.write(
+      `warning: the ${what} file ${file} has mode ${mode.toString(8).padStart(4, '0')}: others on this machine ` +
+        `may read it. Make it private with: chmod 600 ${file}\n`,
+    );
+  }
+  return content;
 }
 
 /** The words that run `cmd` (`users delete <account-id> <user-id>`), for help examples. */

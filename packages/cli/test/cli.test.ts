@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { b64, createPki } from '../../../test/support/pki.js';
 import {
   ATTEMPTS_PER_STEP,
   type Hostplane,
@@ -67,13 +68,15 @@ async function json(args: string[]) {
   return JSON.parse((await ok([...args, '--json'])).stdout);
 }
 
-async function admin(pathname: string, body: unknown) {
+async function admin(pathname: string, body: unknown, method = 'POST') {
   const res = await fetch(`${server.url}${pathname}`, {
-    method: 'POST',
+    method,
     headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  assert.ok(res.ok, `${pathname}: ${res.status} ${await res.text()}`);
+  const text = await res.text();
+  assert.ok(res.ok, `${pathname}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
 }
 
 /** An active install of the demo account, created (and its provisioning followed) with the CLI. */
@@ -96,6 +99,13 @@ async function activeInstall() {
   assert.equal(created.operation.status, 'completed');
   return created.data as { id: string; site: { id: string } };
 }
+
+/** One active install for the tests that only add domains and certificates to it (each install costs time). */
+let shared: ReturnType<typeof activeInstall> | undefined;
+const sharedInstall = () => {
+  shared ??= activeInstall();
+  return shared;
+};
 
 describe('issue 23: hostplane-cli (packages/cli)', () => {
   it('the backup then restore journey with --wait and --json', async () => {
@@ -274,6 +284,123 @@ describe('issue 23: hostplane-cli (packages/cli)', () => {
     assert.match(missing.stderr, /404/);
   });
 
+  it('--dry-run (issue 23) changes nothing: domains update (D4, D5) leaves primary and redirect as they were', async () => {
+    const install = await sharedInstall();
+    const name = () => `d${randomUUID().slice(0, 8)}.example.test`;
+    const main = await json(['domains', 'create', install.id, name(), '--primary']);
+    const other = await json(['domains', 'create', install.id, name()]);
+    const primary = await json(['domains', 'update', install.id, other.id, '--primary', '--dry-run']);
+    assert.equal(primary.dry_run, true);
+    assert.deepEqual(primary.primary, { before: false, after: true });
+    const redirect = await json([
+      'domains',
+      'update',
+      install.id,
+      other.id,
+      '--redirect-to',
+      main.id,
+      '--dry-run',
+    ]);
+    assert.deepEqual(redirect.redirect_to, { before: null, after: main.id });
+    const [mainAfter, otherAfter] = [
+      await json(['domains', 'get', install.id, main.id]),
+      await json(['domains', 'get', install.id, other.id]),
+    ];
+    assert.equal(mainAfter.primary, true, 'the primary is still the primary');
+    assert.equal(otherAfter.primary, false);
+    assert.deepEqual(otherAfter.redirects_to, [], 'no redirect was set');
+    assert.equal((await json(['installs', 'get', install.id])).primary_domain, main.name);
+  });
+
+  it('--dry-run (issue 23) changes nothing: a valid transfer (T2-T8 pass) creates no transfer and moves nothing', async () => {
+    // A second account the demo user owns, able to receive sites (T5).
+    const account = server.demo.accountId;
+    const destination = await admin('/admin/v1/accounts', {
+      name: `Destination ${randomUUID().slice(0, 8)}`,
+      preferred_data_center: 'us-central',
+    });
+    const owner = (await json(['users', 'list', account])).results.find(
+      (u: { roles: string }) => u.roles === 'owner',
+    );
+    await admin(`/admin/v1/users/${owner.user_id}/memberships/${destination.id}`, { roles: 'owner' }, 'PUT');
+    const site = await json(['sites', 'create', '--account', account, '--name', 'Dry valid transfer']);
+    const answer = await json(['transfer', site.id, '--to', destination.id, '--dry-run', '--wait']);
+    assert.equal(answer.dry_run, true);
+    assert.equal(answer.operation, 'transfer_site');
+    assert.equal(answer.destination_account_id, destination.id);
+    assert.equal(answer.status, 'pending');
+    assert.equal((await json(['transfers', 'list', site.id])).count, 0, 'no transfer record');
+    assert.equal((await json(['sites', 'get', site.id])).account.id, account, 'the site did not move');
+  });
+
+  it('ssl import (L1, L2): --dry-run stores nothing, the import stores one; ssl list shows it; the key is never printed; a missing file exits 2', async () => {
+    const install = await sharedInstall();
+    const name = `s${randomUUID().slice(0, 8)}.example.test`;
+    await ok(['domains', 'create', install.id, name]);
+    const pki = createPki();
+    const leaf = pki.leaf({ names: [name] });
+    const dir = fs.mkdtempSync(path.join(home, 'tls-'));
+    const cert = path.join(dir, 'fullchain.pem');
+    const key = path.join(dir, 'privkey.pem');
+    fs.writeFileSync(cert, leaf.certPem + pki.intermediate.certPem + pki.root.certPem);
+    fs.writeFileSync(key, leaf.keyPem, { mode: 0o644 });
+    fs.chmodSync(key, 0o644);
+    const keyLine = leaf.keyPem.split('\n')[1] ?? '';
+    const neverTheKey = (r: Result) => {
+      const printed = r.stdout + r.stderr;
+      assert.ok(!printed.includes(keyLine), 'no line of the key');
+      assert.ok(!printed.includes(b64(leaf.keyPem).slice(0, 40)), 'nor its base64');
+      assert.doesNotMatch(printed, /PRIVATE KEY/);
+    };
+    const importArgs = ['ssl', 'import', install.id, '--cert', cert, '--key', key];
+
+    const missing = await cli([
+      'ssl',
+      'import',
+      install.id,
+      '--cert',
+      path.join(dir, 'none.pem'),
+      '--key',
+      key,
+    ]);
+    assert.equal(missing.code, EXIT.usage, missing.stderr);
+    assert.match(missing.stderr, /Cannot read the certificate file .*none\.pem: no such file/);
+    assert.equal(
+      (await cli(['ssl', 'import', install.id, '--cert', cert])).code,
+      EXIT.usage,
+      '--key required',
+    );
+
+    // Decision 126: a key file others may read is used, with a warning naming the fix.
+    const dry = await cli([...importArgs, '--dry-run', '--json']);
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.match(dry.stderr, /warning: the private key file .*privkey\.pem has mode 0644.*chmod 600/);
+    neverTheKey(dry);
+    const answer = JSON.parse(dry.stdout);
+    assert.equal(answer.dry_run, true);
+    assert.deepEqual([answer.install_id, answer.domains, answer.replaces], [install.id, [name], []]);
+    const empty = await json(['ssl', 'list', install.id]);
+    assert.deepEqual(empty.certificates, [], 'the dry run stored no certificate');
+
+    fs.chmodSync(key, 0o600);
+    const imported = await cli(importArgs);
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.equal(imported.stderr, '', 'no warning at 0600');
+    neverTheKey(imported);
+    assert.match(imported.stdout, new RegExp(`^common_name\\s+${name.replaceAll('.', '\\.')}$`, 'm'));
+    assert.match(imported.stdout, /^status\s+ENABLED$/m);
+    const listed = await json(['ssl', 'list', install.id]);
+    assert.equal(listed.certificates.length, 1);
+    assert.deepEqual(listed.certificates[0].domains, [name]);
+    const rows = await ok(['ssl', 'list', install.id]);
+    assert.match(rows.stdout.split('\n')[0] ?? '', /^UUID\s+COMMON_NAME\s+DOMAINS\s+STATUS/);
+    assert.match(
+      rows.stdout,
+      new RegExp(`^${listed.certificates[0].uuid}\\s+${name.replaceAll('.', '\\.')}`, 'm'),
+    );
+    neverTheKey(rows);
+  });
+
   it('a profile file readable by others (0644) is refused with exit 9; at 0600 it is used', async () => {
     const file = path.join(home, 'profiles.json');
     const profile = { url: server.url, username: server.demo.username, password: server.demo.password };
@@ -321,12 +448,14 @@ describe('issue 23: hostplane-cli (packages/cli)', () => {
     const bash = await ok(['completion', 'bash']);
     assert.match(bash.stdout, /complete -o default -F _hostplane_cli hostplane-cli/);
     assert.match(bash.stdout, /sites\)/);
+    assert.match(bash.stdout, /ssl\)\n.*"list import"/);
     const syntax = spawn('bash', ['-n'], { stdio: ['pipe', 'ignore', 'pipe'] });
     syntax.stdin.end(bash.stdout);
     assert.equal(await new Promise((r) => syntax.on('close', r)), 0, 'bash -n accepts the script');
     const zsh = await ok(['completion', 'zsh']);
     assert.match(zsh.stdout, /^#compdef hostplane-cli/);
     assert.match(zsh.stdout, /'backup:Take a backup of an install'/);
+    assert.match(zsh.stdout, /'import:Import a certificate chain/);
     assert.equal((await cli(['completion', 'fish'])).code, EXIT.usage);
   });
 });
