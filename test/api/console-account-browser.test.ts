@@ -305,7 +305,9 @@ describe('issue 23: the console account pages in headless Chromium', { skip }, (
     await when.fill(local(2 * DAY));
     await page.getByRole('button', { name: 'Schedule the transfer' }).click();
     const transfers = page.getByTestId('transfers');
-    await transfers.filter({ hasText: 'scheduled' }).waitFor();
+    // The status cell: the table (and its "Scheduled for" header) is there before the transfer is.
+    const status = page.getByTestId('transfer-status');
+    await status.filter({ hasText: /^scheduled$/ }).waitFor();
     const listed = await w.owner.client.get(`/v1/sites/${w.site.id}/site_transfers`);
     const transfer = listed.body.results[0];
     assert.equal(transfer?.status, 'scheduled');
@@ -320,7 +322,7 @@ describe('issue 23: the console account pages in headless Chromium', { skip }, (
       .getByRole('dialog', { name: 'Cancel this transfer?' })
       .getByRole('button', { name: 'Cancel the transfer' })
       .click();
-    await transfers.filter({ hasText: 'cancelled' }).waitFor();
+    await status.filter({ hasText: /^cancelled$/ }).waitFor();
     const after = await w.owner.client.get(`/v1/sites/${w.site.id}/site_transfers`);
     assert.equal(after.body.results[0]?.status, 'cancelled');
   });
