@@ -3,11 +3,11 @@
 // Every other package stays an import of node_modules (native parts, dynamic loads, licences); a
 // dynamic import stays lazy (its own chunk). `import.meta.url` keeps meaning the compiled file's own
 // place, so paths relative to it (migrations, the PGlite template, the console build) do not move.
-// Run by `npm run build` after tsc; bin/hostplane.js starts the bundle when it is there.
+// Run by `npm run build` after compile-src.mjs; bin/hostplane.js starts the bundle when it is there.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundle } from './compile-files.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(root, 'dist', 'bundle');
@@ -41,14 +41,8 @@ const ownImportMetaUrl = {
 };
 
 fs.rmSync(outdir, { recursive: true, force: true });
-await build({
+await bundle({
   entryPoints: [path.join(root, 'dist', 'cli.js')],
   outdir,
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  logLevel: 'warning',
   plugins: [keepExternal, ownImportMetaUrl],
 });

@@ -7,8 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
-import { compileFiles, tsFiles } from './compile-files.mjs';
+import { bundle, compileFiles, tsFiles } from './compile-files.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const TEST_DIST = path.join(root, '.tmp', 'test-dist');
@@ -25,15 +24,9 @@ await compileFiles([...tsFiles(path.join(root, 'src')), ...tsFiles(path.join(roo
 const typebox = JSON.parse(fs.readFileSync(path.join(root, 'node_modules/typebox/package.json'), 'utf8'));
 const typeboxDir = path.join(TEST_DIST, 'node_modules', 'typebox');
 const entries = Object.keys(typebox.exports).map((sub) => (sub === '.' ? 'index' : sub.slice(2)));
-await build({
+await bundle({
   entryPoints: Object.fromEntries(entries.map((e) => [e, e === 'index' ? 'typebox' : `typebox/${e}`])),
   outdir: typeboxDir,
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  logLevel: 'warning',
 });
 fs.writeFileSync(
   path.join(typeboxDir, 'package.json'),
