@@ -147,6 +147,18 @@ export async function withServices<T>(env: Record<string, string>, fn: (services
   }
 }
 
+/** A new user owning `accountIds`, with an API credential: its `Authorization: Basic ...` header. */
+export async function ownerAuthorization(services: Services, accountIds: string[], label: string) {
+  const user = await services.users.create({
+    email: `${label}-${randomBytes(4).toString('hex')}@bench.hostplane.test`,
+    first_name: 'Bench',
+    last_name: 'Owner',
+    memberships: accountIds.map((id) => ({ account_id: id, roles: 'owner' })),
+  });
+  const credential = await services.users.issueCredential(user.id);
+  return `Basic ${Buffer.from(`${credential.username}:${credential.password}`).toString('base64')}`;
+}
+
 /**
  * Migrates the target and seeds it through the service layer: one account with {@link SITES} sites,
  * one production install each, and an owner with an API credential. The database is closed again
@@ -172,14 +184,9 @@ export function seed(target: Target): Promise<Fixture> {
         environment: 'production',
       });
     }
-    const user = await services.users.create({
-      email: `owner-${randomBytes(4).toString('hex')}@bench.hostplane.test`,
-      first_name: 'Bench',
-      last_name: 'Owner',
-      memberships: [{ account_id: account.id, roles: 'owner' }],
-    });
-    const credential = await services.users.issueCredential(user.id);
-    const basic = Buffer.from(`${credential.username}:${credential.password}`).toString('base64');
-    return { accountId: account.id, authorization: `Basic ${basic}` };
+    return {
+      accountId: account.id,
+      authorization: await ownerAuthorization(services, [account.id], 'owner'),
+    };
   });
 }

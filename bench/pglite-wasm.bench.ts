@@ -23,7 +23,15 @@ import { fileURLToPath } from 'node:url';
 import type autocannon from 'autocannon';
 import { loadConfig } from '../src/config.js';
 import { openConfiguredDatabase } from '../src/main.js';
-import { type Fixture, prepareTarget, SITES, seed, type Target, withServices } from './databases.js';
+import {
+  type Fixture,
+  ownerAuthorization,
+  prepareTarget,
+  SITES,
+  seed,
+  type Target,
+  withServices,
+} from './databases.js';
 import {
   assertBuilt,
   type CliProcess,
@@ -110,15 +118,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function seedUsage(target: Target): Promise<UsageFixture> {
   const { accountId, authorization } = await withServices(target.env, async (services) => {
     const account = await services.accounts.create({ name: 'Usage and writes' });
-    const user = await services.users.create({
-      email: `wasm-bench-${Date.now()}@bench.hostplane.test`,
-      first_name: 'Bench',
-      last_name: 'Writer',
-      memberships: [{ account_id: account.id, roles: 'owner' }],
-    });
-    const credential = await services.users.issueCredential(user.id);
-    const basic = Buffer.from(`${credential.username}:${credential.password}`).toString('base64');
-    return { accountId: account.id, authorization: `Basic ${basic}` };
+    return {
+      accountId: account.id,
+      authorization: await ownerAuthorization(services, [account.id], 'wasm-bench'),
+    };
   });
   const today = Date.now();
   const last = isoDate(today);

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { openConfiguredDatabase } from '../src/main.js';
-import { BENCH_PG_URL, withServices } from './databases.js';
+import { BENCH_PG_URL, ownerAuthorization, withServices } from './databases.js';
 import { percentile, startServer } from './load.js';
 import { accountId, BIG_ACCOUNT, countsFor, seedScale, uuidOf } from './scale-seed.js';
 
@@ -53,19 +53,9 @@ function env(dataDir: string, url: string): Record<string, string> {
 
 /** Adds an owner of the measured and the large account. */
 function owners(e: Record<string, string>) {
-  return withServices(e, async (services) => {
-    const user = await services.users.create({
-      email: `scale-${randomBytes(4).toString('hex')}@bench.hostplane.test`,
-      first_name: 'Scale',
-      last_name: 'Owner',
-      memberships: [
-        { account_id: accountId(MEASURED), roles: 'owner' },
-        { account_id: BIG_ACCOUNT, roles: 'owner' },
-      ],
-    });
-    const credential = await services.users.issueCredential(user.id);
-    return `Basic ${Buffer.from(`${credential.username}:${credential.password}`).toString('base64')}`;
-  });
+  return withServices(e, (services) =>
+    ownerAuthorization(services, [accountId(MEASURED), BIG_ACCOUNT], 'scale'),
+  );
 }
 
 const EXPLAINS = (install: string) =>

@@ -30,7 +30,7 @@ import { insightsQuery, summaryQuery } from '../src/modules/usage/usage.account.
 import { isoDate } from '../src/modules/usage/usage-range.js';
 import { loadOrCreateSecret } from '../src/secrets.js';
 import { createServices } from '../src/services.js';
-import { type DbKind, prepareTarget, type Target } from './databases.js';
+import { type DbKind, ownerAuthorization, prepareTarget, type Target } from './databases.js';
 import { percentile, run, startServer, verify } from './load.js';
 import { SEED_INSTALLS, SEED_USAGE } from './usage-seed.js';
 
@@ -139,15 +139,8 @@ async function seedUsage(target: Target, explainFile: string): Promise<Fixture> 
     }
     fs.mkdirSync(RESULTS, { recursive: true });
     fs.writeFileSync(explainFile, `${plans.join('\n')}\n`);
-    const user = await services.users.create({
-      email: `usage-bench-${Date.now()}@bench.hostplane.test`,
-      first_name: 'Bench',
-      last_name: 'Owner',
-      memberships: accountIds.map((id) => ({ account_id: id, roles: 'owner' })),
-    });
-    const credential = await services.users.issueCredential(user.id);
-    const basic = Buffer.from(`${credential.username}:${credential.password}`).toString('base64');
-    return { accountId, authorization: `Basic ${basic}`, first, last, seedSeconds, rows: count?.n ?? 0 };
+    const authorization = await ownerAuthorization(services, accountIds, 'usage-bench');
+    return { accountId, authorization, first, last, seedSeconds, rows: count?.n ?? 0 };
   } finally {
     await queue.stop();
     await database.close();
