@@ -45,6 +45,33 @@ async function eventIds(w: Json): Promise<string[]> {
   return res.body.results.map((e: Json) => e.id);
 }
 
+/**
+ * A world whose endpoint's receiver is gone (every attempt is a refused connection) and a ping to it,
+ * not yet attempted. Only the ping is delivered (the world's provisioning events are not taken).
+ */
+async function pingToClosedReceiver() {
+  const w = await f.world();
+  const closed = await startReceiver();
+  await closed.close();
+  const endpoint = await createEndpoint(w.owner, w.account.id, {
+    url: closed.url,
+    event_types: ['site_report.sent'],
+  });
+  const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
+  const ping = await w.owner.client.post(`${one}/ping`);
+  assert.equal(ping.status, 202);
+  return { w, one, ping: ping.body };
+}
+
+/** Sends the delivery again `times` times, running each attempt. */
+async function redeliver(owner: Member, one: string, deliveryId: string, times: number) {
+  for (let i = 0; i < times; i++) {
+    const again = await owner.client.post(`${one}/deliveries/${deliveryId}/redeliver`);
+    assert.equal(again.status, 202);
+    await t.runJobs();
+  }
+}
+
 /** Runs jobs, moving the clock a back-off step at a time, until `done` (bounded rounds). */
 async function deliverUntil(done: () => boolean | Promise<boolean>, stepMs = 60_000, rounds = 40) {
   for (let i = 0; i < rounds; i++) {
@@ -299,18 +326,8 @@ describe('signed deliveries (issue 22)', () => {
   });
 
   it('delivery log (issue 22): a refused connection is error_kind connection without a status; a delivery shows its latest 20 attempts', async () => {
-    const w = await f.world();
-    const closed = await startReceiver();
-    await closed.close();
-    // Only the ping is delivered (the world's provisioning events are not taken).
-    const endpoint = await createEndpoint(w.owner, w.account.id, {
-      url: closed.url,
-      event_types: ['site_report.sent'],
-    });
-    const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
-    const ping = await w.owner.client.post(`${one}/ping`);
-    assert.equal(ping.status, 202);
-    assert.deepEqual(ping.body.attempt_log, []);
+    const { w, one, ping } = await pingToClosedReceiver();
+    assert.deepEqual(ping.attempt_log, []);
     await t.runJobs();
     const first = (await w.owner.client.get(`${one}/deliveries`)).body.results[0];
     assert.equal(first.status, 'pending');
@@ -321,11 +338,7 @@ describe('signed deliveries (issue 22)', () => {
     assert.equal(attempt.error_kind, 'connection');
     assert.match(attempt.error, /ECONNREFUSED/);
     assert.equal(attempt.response_excerpt, null);
-    for (let i = 0; i < 21; i++) {
-      const again = await w.owner.client.post(`${one}/deliveries/${ping.body.id}/redeliver`);
-      assert.equal(again.status, 202);
-      await t.runJobs();
-    }
+    await redeliver(w.owner, one, ping.id, 21);
     const last = (await w.owner.client.get(`${one}/deliveries`)).body.results[0];
     assert.equal(last.attempts, 22);
     assert.deepEqual(
@@ -335,33 +348,20 @@ describe('signed deliveries (issue 22)', () => {
   });
 
   it('delivery log (issue 22, decision 115): a delivery redelivered past 50 attempts keeps only its latest 50 rows and shows the latest 20, oldest first', async () => {
-    const w = await f.world();
-    const closed = await startReceiver();
-    await closed.close();
-    const endpoint = await createEndpoint(w.owner, w.account.id, {
-      url: closed.url,
-      event_types: ['site_report.sent'],
-    });
-    const one = `${endpointsOf(w.account.id)}/${endpoint.id}`;
-    const ping = await w.owner.client.post(`${one}/ping`);
-    assert.equal(ping.status, 202);
+    const { w, one, ping } = await pingToClosedReceiver();
     await t.runJobs();
     const total = 55;
-    for (let i = 1; i < total; i++) {
-      const again = await w.owner.client.post(`${one}/deliveries/${ping.body.id}/redeliver`);
-      assert.equal(again.status, 202);
-      await t.runJobs();
-    }
+    await redeliver(w.owner, one, ping.id, total - 1);
     const rows = await t.database.db
       .select({ attempt: webhookAttempts.attempt })
       .from(webhookAttempts)
-      .where(eq(webhookAttempts.delivery_id, ping.body.id));
+      .where(eq(webhookAttempts.delivery_id, ping.id));
     assert.deepEqual(
       rows.map((r) => r.attempt).sort((a, b) => a - b),
       Array.from({ length: 50 }, (_, i) => total - 49 + i),
       'attempts 6-55 kept, 1-5 deleted',
     );
-    const got = await w.owner.client.get(`${one}/deliveries/${ping.body.id}`);
+    const got = await w.owner.client.get(`${one}/deliveries/${ping.id}`);
     assert.equal(got.body.attempts, total);
     assert.deepEqual(
       got.body.attempt_log.map((a: Json) => a.attempt),
