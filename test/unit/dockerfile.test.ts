@@ -68,7 +68,9 @@ function inContext(file: string): boolean {
 }
 
 describe('the Dockerfile builds from what it copies (operations.md, the image)', () => {
-  const [build] = stages(read('Dockerfile'));
+  const dockerfile = read('Dockerfile');
+  const all = stages(dockerfile);
+  const [build] = all;
   const scripts = JSON.parse(read('package.json')).scripts as Record<string, string>;
 
   it('copies every script `npm run build` runs, and they are in the build context', () => {
@@ -77,8 +79,7 @@ describe('the Dockerfile builds from what it copies (operations.md, the image)',
       build.runs.some((r) => r.includes('npm run build')),
       'the build stage runs npm run build',
     );
-    const build_ = scripts.build ?? '';
-    for (const file of scriptsOf(build_)) {
+    for (const file of scriptsOf(scripts.build ?? '')) {
       const copied = build.copies.some((c) => c === file || file.startsWith(`${c}/`));
       assert.ok(copied, `${file} (run by npm run build) is not copied into the build stage`);
       assert.ok(inContext(file), `${file} is excluded by .dockerignore`);
@@ -104,13 +105,13 @@ describe('the Dockerfile builds from what it copies (operations.md, the image)',
     assert.equal(inContext('packages/console/node_modules/x'), false);
     assert.equal(inContext('packages/console/dist/index.html'), false);
     assert.match(
-      read('Dockerfile'),
+      dockerfile,
       /^COPY --from=build \/app\/packages\/console\/dist \.\/packages\/console\/dist$/m,
     );
   });
 
   it('every COPY source exists in the repository and is in the build context', () => {
-    for (const stage of stages(read('Dockerfile'))) {
+    for (const stage of all) {
       for (const source of stage.copies) {
         assert.ok(fs.existsSync(path.join(ROOT, source)), `COPY ${source}: no such file`);
         assert.ok(inContext(source), `COPY ${source}: excluded by .dockerignore`);
