@@ -30,6 +30,9 @@ export function loadOrCreateSecret(
 /** A sealed value: format version, 12-byte IV, 16-byte GCM tag and ciphertext, each base64url. */
 const SEALED = /^v1\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]+)$/;
 
+/** Whether `value` has the shape of a sealed value (a JSON text never does: it has no `{`, `[` or `"`). */
+export const isSealed = (value: string) => SEALED.test(value);
+
 const boxKey = (secretKey: string) =>
   Buffer.from(
     hkdfSync('sha256', Buffer.from(secretKey, 'utf8'), 'hostplane', 'hostplane/v1/sealed-values', 32),

@@ -283,7 +283,12 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     signer: createSigner(secretKey, 'archive-download'),
   });
   // Issue 22: Idempotency-Key claims and stored responses (used by the HTTP hooks, http/idempotency.ts).
-  const idempotency = createIdempotencyService({ db, clock, ttlHours: config.idempotencyTtlHours });
+  const idempotency = createIdempotencyService({
+    db,
+    clock,
+    secretBox,
+    ttlHours: config.idempotencyTtlHours,
+  });
   return {
     clock,
     authenticator,

@@ -1,10 +1,21 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { queryRows } from '../../src/db/client.js';
 import { requestFingerprint } from '../../src/http/idempotency.js';
+import { resealSecrets } from '../../src/reseal.js';
 import { assertErrorBody } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
-import { buildTestApp, type Client, clientFor, type Json, type Res, startApp } from '../support/harness.js';
+import {
+  buildTestApp,
+  type Client,
+  clientFor,
+  type Json,
+  type Res,
+  SECRET_KEY,
+  startApp,
+} from '../support/harness.js';
 import { operationOf, readyWorld } from '../support/jobs.js';
 
 // Issue 22: Idempotency-Key on every POST, PATCH and DELETE (http/idempotency.ts).
@@ -34,6 +45,22 @@ async function owner() {
   const account = await f.account();
   const user = await f.user([{ account_id: account.id, roles: 'owner' }]);
   return { account, user };
+}
+
+/** Every row of every table of the control plane's schema, as text (what a reader of the files would find). */
+async function everyRowAsText(): Promise<string> {
+  const db = t.database.db;
+  const tables = await queryRows<{ name: string }>(
+    db,
+    sql`select table_name as name from information_schema.tables
+        where table_schema = 'public' and table_type = 'BASE TABLE'`,
+  );
+  const texts: string[] = [];
+  for (const { name } of tables) {
+    const rows = await queryRows<{ row: string }>(db, sql.raw(`select t::text as row from "${name}" t`));
+    texts.push(...rows.map((r) => r.row));
+  }
+  return texts.join('\n');
 }
 
 function scrape(text: string, outcome: string): number {
@@ -319,5 +346,61 @@ describe('Idempotency-Key', () => {
       }
     }
     assert.ok(mutating > 20);
+  });
+  it('issue 28 finding 5: the once-only secrets of keyed answers (credential password, webhook secret, admin-made credential) are in no table in clear; the replay still answers them, also after hostplane reseal', async () => {
+    const { account, user } = await owner();
+    const keys = { credential: newKey(), webhook: newKey(), adminCredential: newKey() };
+    const credentialUrl = `/v1/accounts/${account.id}/credentials`;
+    const webhookUrl = `/v1/accounts/${account.id}/webhook_endpoints`;
+    const adminUrl = `/admin/v1/users/${user.userId}/credentials`;
+    const credentialBody = { scope: 'read', description: 'finding 5' };
+    const webhookBody = { url: 'https://93.184.215.14/hook', event_types: ['site_report.sent'] };
+    const credential = await withKey(user.client, 'POST', credentialUrl, keys.credential, credentialBody);
+    assert.equal(credential.status, 201, JSON.stringify(credential.body));
+    const webhook = await withKey(user.client, 'POST', webhookUrl, keys.webhook, webhookBody);
+    assert.equal(webhook.status, 201, JSON.stringify(webhook.body));
+    const made = await withKey(t.admin, 'POST', adminUrl, keys.adminCredential);
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const secrets = [credential.body.password, webhook.body.secret, made.body.password] as string[];
+    for (const secret of secrets) assert.ok(typeof secret === 'string' && secret.length >= 20);
+
+    // The stored answers exist (raw rows), and no table holds any of the secrets as text.
+    const stored = await queryRows<{ key: string; body: string | null }>(
+      t.database.db,
+      sql`select key, response_body as body from idempotency_keys
+          where key in (${keys.credential}, ${keys.webhook}, ${keys.adminCredential})`,
+    );
+    assert.equal(stored.length, 3);
+    for (const row of stored) assert.ok(row.body && !row.body.includes('{'), `${row.key} is sealed`);
+    const everything = await everyRowAsText();
+    for (const secret of secrets) assert.ok(!everything.includes(secret), 'a secret is stored in clear');
+
+    // The replay answers the first response, secret included, to the same caller.
+    const replays = async (app: { user: Client; admin: Client }) => {
+      const again = {
+        credential: await withKey(app.user, 'POST', credentialUrl, keys.credential, credentialBody),
+        webhook: await withKey(app.user, 'POST', webhookUrl, keys.webhook, webhookBody),
+        made: await withKey(app.admin, 'POST', adminUrl, keys.adminCredential),
+      };
+      for (const res of Object.values(again)) assert.equal(res.headers['idempotent-replayed'], 'true');
+      assert.equal(again.credential.raw.body, credential.raw.body);
+      assert.equal(again.webhook.raw.body, webhook.raw.body);
+      assert.equal(again.made.raw.body, made.raw.body);
+    };
+    await replays({ user: user.client, admin: t.admin });
+
+    // hostplane reseal moves the stored answers to the new key: an app with only the new key replays them.
+    const NEW = 'idempotency-rotated-key-0123456789abcdefgh';
+    const rotated = await startApp(t.database, { env: { HOSTPLANE_SECRET_KEY: NEW } });
+    try {
+      const counts = await resealSecrets(t.database, SECRET_KEY, NEW);
+      assert.ok(counts.resealed >= 3, JSON.stringify(counts));
+      await replays({ user: clientFor(rotated.app, user.authorization), admin: rotated.admin });
+      assert.ok(!(await everyRowAsText()).includes(secrets[0] as string));
+    } finally {
+      await resealSecrets(t.database, NEW, SECRET_KEY);
+      await rotated.close();
+    }
+    await replays({ user: user.client, admin: t.admin });
   });
 });

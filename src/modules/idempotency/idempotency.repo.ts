@@ -149,6 +149,19 @@ export async function releaseClaim(db: Db, scope: string, key: string, token: st
     .where(and(rowOf(scope, key), eq(idempotencyKeys.token, token), eq(idempotencyKeys.status, 'running')));
 }
 
+/** Every stored body with its row (`hostplane reseal`: a bounded table, keys live IDEMPOTENCY_TTL_HOURS). */
+export async function storedBodies(db: Db): Promise<{ scope: string; key: string; body: string }[]> {
+  return queryRows<{ scope: string; key: string; body: string }>(
+    db,
+    sql`select scope, key, response_body as body from idempotency_keys where response_body is not null`,
+  );
+}
+
+/** Replaces a stored body (`hostplane reseal`). */
+export async function setBody(db: Db, scope: string, key: string, body: string): Promise<void> {
+  await db.update(idempotencyKeys).set({ response_body: body }).where(rowOf(scope, key));
+}
+
 /** Deletes up to `limit` expired keys, oldest first; answers how many. */
 export async function deleteExpired(db: Db, now: Date, limit: number): Promise<number> {
   const at = now.toISOString();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
+import { isSealed, type Resealer, resealEach, type SecretBox } from '../../secrets.js';
 import * as repo from './idempotency.repo.js';
 
 /** What a replay sends back: the stored status, headers (an allow-list) and body. */
@@ -20,6 +21,8 @@ export type Claim =
 export interface IdempotencyDeps {
   db: Db;
   clock: Clock;
+  /** Seals the stored bodies (issue 28 finding 5: answers carry once-only passwords and secrets). */
+  secretBox: SecretBox;
   /** IDEMPOTENCY_TTL_HOURS: how long a key and its response are kept. */
   ttlHours: number;
   /** A claim left `running` this long is taken to be a crashed process's and may be taken over. */
@@ -35,6 +38,12 @@ export interface IdempotencyDeps {
 export const LOCK_TIMEOUT_MS = 60_000;
 
 /**
+ * What a stored body is sealed for: its row (scope and key), so a body moved to another row does not
+ * open (docs/decisions.md #140).
+ */
+const bodyContext = (scope: string, key: string) => `idempotency:${scope}:${key}`;
+
+/**
  * Issue 22: Idempotency-Key (the semantics Stripe documents), per caller scope. A request claims its
  * key with an INSERT ... ON CONFLICT DO NOTHING that commits before the route runs, so of any number of
  * concurrent requests in any number of processes exactly one runs; the others find the claim and
@@ -45,6 +54,7 @@ export const LOCK_TIMEOUT_MS = 60_000;
 export function createIdempotencyService({
   db,
   clock,
+  secretBox,
   ttlHours,
   lockTimeoutMs = LOCK_TIMEOUT_MS,
   waitMs = 2000,
@@ -78,6 +88,16 @@ export function createIdempotencyService({
     await repo.deleteExpired(db, now, sweepBatch).catch(() => 0);
   }
 
+  /**
+   * Issue 28 finding 5: every stored body is sealed, whatever the route (no list of secret-bearing
+   * routes to forget one from); a body stored in clear before the change (a row younger than the
+   * TTL) is answered as it is.
+   */
+  function openBody(scope: string, key: string, body: string | null): string | null {
+    if (body === null || !isSealed(body)) return body;
+    return secretBox.open(body, bodyContext(scope, key)).toString('utf8');
+  }
+
   async function tryClaim(scope: string, key: string, fingerprint: string): Promise<Claim | null> {
     const now = clock.now();
     const values = {
@@ -104,7 +124,7 @@ export function createIdempotencyService({
         response: {
           status: row.response_status,
           headers: row.response_headers ?? {},
-          body: row.response_body,
+          body: openBody(scope, key, row.response_body),
         },
       };
     }
@@ -143,7 +163,11 @@ export function createIdempotencyService({
     /** Keeps the response of a claimed request for replays (a no-op when the claim was taken over). */
     async store(scope: string, key: string, token: string, response: StoredResponse): Promise<void> {
       try {
-        await repo.storeResponse(db, scope, key, token, response);
+        const body =
+          response.body === null
+            ? null
+            : secretBox.seal(Buffer.from(response.body, 'utf8'), bodyContext(scope, key));
+        await repo.storeResponse(db, scope, key, token, { ...response, body });
       } finally {
         letGo(scope, key);
       }
@@ -161,6 +185,31 @@ export function createIdempotencyService({
     /** Deletes up to `sweepBatch` expired keys now; answers how many. */
     sweep: () => repo.deleteExpired(db, clock.now(), sweepBatch),
   };
+}
+
+/**
+ * `hostplane reseal`: the stored bodies sealed again under the new key; a body still in clear (kept
+ * before bodies were sealed) is sealed with `sealNew` (the new key's box) and counted as resealed.
+ */
+export async function resealIdempotentResponses(tx: Db, reseal: Resealer, sealNew: SecretBox['seal']) {
+  const rows = await repo.storedBodies(tx);
+  const count = { resealed: 0, current: 0 };
+  for (const row of rows.filter((r) => !isSealed(r.body))) {
+    await repo.setBody(
+      tx,
+      row.scope,
+      row.key,
+      sealNew(Buffer.from(row.body, 'utf8'), bodyContext(row.scope, row.key)),
+    );
+    count.resealed++;
+  }
+  return resealEach(
+    rows.filter((r) => isSealed(r.body)),
+    reseal,
+    (row) => ({ sealed: row.body, context: bodyContext(row.scope, row.key) }),
+    (row, next) => repo.setBody(tx, row.scope, row.key, next),
+    count,
+  );
 }
 
 export type IdempotencyService = ReturnType<typeof createIdempotencyService>;
