@@ -272,3 +272,103 @@ describe('issue 22 scoped credentials: last use', () => {
     assert.equal(got.body.last_used_ip, '127.0.0.1');
   });
 });
+
+describe('issue 28 finding 6: no owner is made or unmade through a scoped credential (decision 108)', () => {
+  const usersOf = (accountId: string) => `/v1/accounts/${accountId}/account_users`;
+  const invitation = (accountId: string, roles: string) => ({
+    user: {
+      account_id: accountId,
+      first_name: 'Mallory',
+      last_name: 'Owner',
+      email: `m${Math.random().toString(16).slice(2, 12)}@example.test`,
+      roles,
+    },
+  });
+  /** A 403 whose message says a scoped credential cannot make or unmake an owner. */
+  const refusedAsOwnerChange = (res: { status: number; body: Json }, what: string) => {
+    assert.equal(res.status, 403, `${what}: ${res.status} ${JSON.stringify(res.body)}`);
+    assert.match(res.body.message, /scoped credential cannot make or unmake an owner/, what);
+  };
+
+  it('issue 28 finding 6: an admin credential is refused (403, saying why) on inviting an owner, promoting to owner, demoting or removing an owner, and on each dry run; nothing changes', async () => {
+    const w = await scene();
+    const second = await f.user([{ account_id: w.account.id, roles: 'owner' }]);
+    const member = await f.user([{ account_id: w.account.id, roles: 'full' }]);
+    // Known from another account: joining as owner is refused the same way.
+    const outsider = await f.user([{ account_id: (await f.account()).id, roles: 'owner' }]);
+    const admin = await makeCredential(w.owner.client, w.account.id, { scope: 'admin' });
+    const users = usersOf(w.account.id);
+    const one = (userId: string) => `${users}/${userId}`;
+    const known = invitation(w.account.id, 'owner');
+    known.user.email = outsider.email;
+    for (const dry of ['', '?dry_run=true']) {
+      const tag = dry ? ' (dry run)' : '';
+      refusedAsOwnerChange(
+        await admin.client.post(`${users}${dry}`, invitation(w.account.id, 'owner')),
+        `invite owner${tag}`,
+      );
+      refusedAsOwnerChange(
+        await admin.client.post(`${users}${dry}`, known),
+        `add a known user as owner${tag}`,
+      );
+      refusedAsOwnerChange(
+        await admin.client.patch(`${one(member.userId)}${dry}`, { roles: 'owner' }),
+        `promote${tag}`,
+      );
+      refusedAsOwnerChange(
+        await admin.client.patch(`${one(second.userId)}${dry}`, { roles: 'full' }),
+        `demote${tag}`,
+      );
+      refusedAsOwnerChange(
+        await admin.client.delete(`${one(second.userId)}${dry}`),
+        `remove another owner${tag}`,
+      );
+      refusedAsOwnerChange(
+        await admin.client.delete(`${one(w.owner.userId)}${dry}`),
+        `remove its maker${tag}`,
+      );
+    }
+    const roles = async () =>
+      Object.fromEntries(
+        (await w.owner.client.get(`${users}?limit=100`)).body.results.map((u: Json) => [u.email, u.roles]),
+      );
+    assert.deepEqual(await roles(), {
+      [w.owner.email]: 'owner',
+      [second.email]: 'owner',
+      [member.email]: 'full',
+    });
+    // What is not about owners still works through the credential (decision 108: admin manages users).
+    const invited = await admin.client.post(users, invitation(w.account.id, 'full'));
+    assert.equal(invited.status, 201, JSON.stringify(invited.body));
+    const id = invited.body.account_user.user_id;
+    assert.equal(
+      (await admin.client.patch(one(id), { roles: 'partial', install_ids: [w.install.id] })).status,
+      200,
+    );
+    assert.equal((await admin.client.delete(one(id))).status, 204);
+  });
+
+  it("issue 28 finding 6: the owner's own (unscoped) credential still invites, promotes, demotes and removes owners", async () => {
+    const w = await scene();
+    const member = await f.user([{ account_id: w.account.id, roles: 'full' }]);
+    const users = usersOf(w.account.id);
+    const one = (userId: string) => `${users}/${userId}`;
+    assert.equal(
+      (await w.owner.client.post(`${users}?dry_run=true`, invitation(w.account.id, 'owner'))).status,
+      200,
+    );
+    const invited = await w.owner.client.post(users, invitation(w.account.id, 'owner'));
+    assert.equal(invited.status, 201, JSON.stringify(invited.body));
+    const promoted = await w.owner.client.patch(one(member.userId), { roles: 'owner' });
+    assert.equal(promoted.status, 200, JSON.stringify(promoted.body));
+    assert.equal(
+      (await w.owner.client.patch(`${one(member.userId)}?dry_run=true`, { roles: 'full' })).status,
+      200,
+    );
+    assert.equal((await w.owner.client.patch(one(member.userId), { roles: 'full' })).status, 200);
+    const promotedAgain = await w.owner.client.patch(one(member.userId), { roles: 'owner' });
+    assert.equal(promotedAgain.status, 200);
+    assert.equal((await w.owner.client.delete(`${one(member.userId)}?dry_run=true`)).status, 200);
+    assert.equal((await w.owner.client.delete(one(member.userId))).status, 204);
+  });
+});

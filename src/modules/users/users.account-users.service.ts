@@ -9,7 +9,15 @@ import type { Outbox } from '../../mail/outbox.js';
 import type { EventRecorder } from '../events/events.service.js';
 import * as repo from './users.account-users.repo.js';
 import { createInvitationsService, type NewAccountUser } from './users.invitations.service.js';
-import { asRole, checkedScope, isPartial, managerRole, membershipChange, RANK } from './users.membership.js';
+import {
+  asRole,
+  checkedScope,
+  isPartial,
+  managerRole,
+  membershipChange,
+  RANK,
+  refuseOwnerChangeThroughCredential,
+} from './users.membership.js';
 import * as users from './users.repo.js';
 
 /** updateAccountUser's body: the roles, and install_ids for a partial member. */
@@ -68,6 +76,7 @@ export function createAccountUsersService(deps: AccountUsersDeps) {
   ) {
     const { own, current } = await lockedMember(tx, caller, accountId, userId);
     if (RANK[roles] > RANK[own]) throw Errors.forbidden();
+    refuseOwnerChangeThroughCredential(caller, roles === 'owner' || current === 'owner');
     // install_ids omitted: a partial member keeps its scope; any other gets none.
     const wanted =
       input.install_ids ??
@@ -80,6 +89,7 @@ export function createAccountUsersService(deps: AccountUsersDeps) {
   /** The member may be removed by the caller, and is not the last owner. Nothing written. */
   async function checkRemove(tx: Db, caller: Caller, accountId: string, userId: string) {
     const { current } = await lockedMember(tx, caller, accountId, userId);
+    refuseOwnerChangeThroughCredential(caller, current === 'owner');
     await assertNotLastOwner(tx, accountId, current);
     return current;
   }

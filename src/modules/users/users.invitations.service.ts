@@ -12,7 +12,14 @@ import type { Outbox } from '../../mail/outbox.js';
 import { invitationMail } from '../../mail/templates/invitation.js';
 import type { EventRecorder } from '../events/events.service.js';
 import * as repo from './users.account-users.repo.js';
-import { asRole, checkedScope, managerRole, membershipChange, RANK } from './users.membership.js';
+import {
+  asRole,
+  checkedScope,
+  managerRole,
+  membershipChange,
+  RANK,
+  refuseOwnerChangeThroughCredential,
+} from './users.membership.js';
 import * as users from './users.repo.js';
 
 /** An invitation link works for 7 days. */
@@ -64,6 +71,7 @@ export function createInvitationsService({ db, clock, outbox, authenticator, eve
     const own = await managerRole(tx, caller, accountId);
     const roles = asRole(input.roles, 'user.roles');
     if (RANK[roles] > RANK[own]) throw Errors.forbidden();
+    refuseOwnerChangeThroughCredential(caller, roles === 'owner');
     const scope = await checkedScope(tx, accountId, roles, input.install_ids ?? [], 'user.install_ids');
     const existing = await users.findUserByEmail(tx, input.email);
     if (existing && (await repo.roleOf(tx, accountId, existing.id))) {

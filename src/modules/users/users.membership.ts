@@ -41,6 +41,19 @@ export async function managerRole(tx: Db, caller: Caller, accountId: string): Pr
   return roles;
 }
 
+/**
+ * Issue 28 finding 6 (decision 108): through a scoped credential no one is made or unmade owner
+ * (invited or added as owner, promoted to or demoted from owner, an owner removed, and their dry
+ * runs): a leaked `admin` credential cannot take the account. The person's own credential can.
+ */
+export function refuseOwnerChangeThroughCredential(caller: Caller, touchesOwner: boolean) {
+  if (!touchesOwner || !caller.credential) return;
+  throw Errors.forbiddenWith(
+    "You don't have permission to perform this action: a scoped credential cannot make or unmake an owner " +
+      '(invite, promote, demote or remove one); use your own credential',
+  );
+}
+
 /** U2/U3/A2: install_ids only with partial roles, and only installs of the account. */
 export async function checkedScope(tx: Db, accountId: string, roles: string, ids: string[], field: string) {
   const unique = [...new Set(ids)];
