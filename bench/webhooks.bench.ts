@@ -28,7 +28,7 @@ const percentile = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
 };
 
-const t = await buildTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' } });
+const t = await buildTestApp({ env: { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8,::1' } });
 const f = factories(t);
 const w = await readyWorld(t, f);
 const receiver = await startReceiver();
@@ -46,7 +46,7 @@ for (let i = 0; i < WORKERS; i++) {
     DATA_DIR: path.join(tmp, `worker-${i}`),
     HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
     HOSTPLANE_SECRET_KEY: SECRET_KEY,
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8,::1',
   });
   await run.waitFor(/Hostplane worker is running \d+ job queues on PostgreSQL/);
   workers.push(run);

@@ -372,4 +372,16 @@ describe('loadConfig', () => {
       );
     }
   });
+
+  it('issue 29 defect 3: WEBHOOK_ALLOWED_NETWORKS takes CIDRs and addresses; the retired WEBHOOK_ALLOW_PRIVATE_TARGETS is a problem naming it', () => {
+    const config = loadConfig({ WEBHOOK_ALLOWED_NETWORKS: ' 10.0.0.0/8, fd00::/8 ,169.254.169.254' });
+    assert.deepEqual(config.webhooks.allowedNetworks, ['10.0.0.0/8', 'fd00::/8', '169.254.169.254']);
+    assert.deepEqual(loadConfig({}).webhooks.allowedNetworks, []);
+    const bad = problemsOf({ WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33,example.com,fe80::1%eth0' });
+    assert.match(bad.join('\n'), /WEBHOOK_ALLOWED_NETWORKS entries must be IP addresses or CIDR ranges/);
+    for (const value of ['true', 'false']) {
+      const retired = problemsOf({ WEBHOOK_ALLOW_PRIVATE_TARGETS: value });
+      assert.match(retired.join('\n'), /WEBHOOK_ALLOW_PRIVATE_TARGETS is retired.*WEBHOOK_ALLOWED_NETWORKS/);
+    }
+  });
 });

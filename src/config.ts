@@ -77,10 +77,14 @@ export interface Config {
   /** Issue 22: webhook deliveries. */
   readonly webhooks: {
     /**
-     * `WEBHOOK_ALLOW_PRIVATE_TARGETS`, default `false`: `true` lets endpoint URLs resolve to loopback,
-     * private, link-local, metadata and other non-public addresses (tests and closed networks only).
+     * `WEBHOOK_ALLOWED_NETWORKS`, default empty (public addresses only): comma-separated CIDRs (or
+     * bare addresses) that endpoint URLs may also resolve to, e.g. an internal network. Never opens
+     * link-local (169.254.0.0/16, fe80::/10) or a metadata address (169.254.169.254, fd00:ec2::254)
+     * through a wider entry: only an entry inside link-local opens link-local, and only an entry of
+     * exactly a metadata address opens it (issue 29 defect 3, modules/events/url-guard.ts). The old
+     * `WEBHOOK_ALLOW_PRIVATE_TARGETS` stops the start with a message naming this one.
      */
-    readonly allowPrivateTargets: boolean;
+    readonly allowedNetworks: readonly string[];
     /** `WEBHOOK_TIMEOUT_MS`, default 10000 (100 to 60000): one delivery attempt, connect to last byte read. */
     readonly timeoutMs: number;
   };
@@ -329,6 +333,48 @@ function trustProxyVar(env: Env, problems: string[]): string[] | number | null {
   return entries;
 }
 
+/** An address with an optional prefix length (a CIDR), of either family. */
+function isCidr(entry: string): boolean {
+  const [address = '', prefix, extra] = entry.split('/');
+  const family = isIP(address);
+  const bits = family === 4 ? 32 : 128;
+  return (
+    family !== 0 &&
+    extra === undefined &&
+    !address.includes('%') &&
+    (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits))
+  );
+}
+
+/** Most entries of WEBHOOK_ALLOWED_NETWORKS. */
+const MAX_ALLOWED_NETWORKS = 64;
+
+/** `WEBHOOK_ALLOWED_NETWORKS`: CIDRs; the retired `WEBHOOK_ALLOW_PRIVATE_TARGETS` is a problem naming it. */
+function allowedNetworksVar(env: Env, problems: string[]): string[] {
+  if (env.WEBHOOK_ALLOW_PRIVATE_TARGETS !== undefined) {
+    problems.push(
+      'WEBHOOK_ALLOW_PRIVATE_TARGETS is retired (it also opened the cloud metadata address): set ' +
+        'WEBHOOK_ALLOWED_NETWORKS to the networks webhooks may reach instead, e.g. ' +
+        '"10.0.0.0/8,fd00::/8" (link-local and metadata addresses only when named), and remove it',
+    );
+  }
+  const raw = env.WEBHOOK_ALLOWED_NETWORKS?.trim();
+  if (!raw) return [];
+  const entries = raw.split(',').map((e) => e.trim());
+  if (entries.length > MAX_ALLOWED_NETWORKS) {
+    problems.push(`WEBHOOK_ALLOWED_NETWORKS takes at most ${MAX_ALLOWED_NETWORKS} networks`);
+    return [];
+  }
+  const bad = entries.filter((e) => !isCidr(e));
+  if (bad.length > 0) {
+    problems.push(
+      `WEBHOOK_ALLOWED_NETWORKS entries must be IP addresses or CIDR ranges (got "${bad.join('", "')}")`,
+    );
+    return [];
+  }
+  return entries;
+}
+
 /** `DNS_SERVERS`: IP addresses (node:dns takes no host names) with an optional port. */
 function dnsServersVar(env: Env, problems: string[]): string[] {
   const raw = env.DNS_SERVERS;
@@ -521,8 +567,7 @@ export function loadConfig(env: Env = process.env): Config {
     }),
     idempotencyTtlHours: intVar(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 720, problems),
     webhooks: Object.freeze({
-      allowPrivateTargets:
-        enumVar(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', ['true', 'false'], 'false', problems) === 'true',
+      allowedNetworks: Object.freeze(allowedNetworksVar(env, problems)),
       timeoutMs: intVar(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000, problems),
     }),
     readCache: Object.freeze({

@@ -112,7 +112,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     queue,
     outbox,
     secretBox,
-    allowPrivateTargets: config.webhooks.allowPrivateTargets,
+    allowedNetworks: config.webhooks.allowedNetworks,
+    dns: config.dns,
     timeoutMs: config.webhooks.timeoutMs,
   });
   // I7: creating an install starts its provisioning operation, which needs operation records only

@@ -9,6 +9,7 @@ import { ROLES } from '../../src/auth/access.js';
 import { mailOutbox, webhookAttempts, webhookDeliveries } from '../../src/db/schema.js';
 import { expectFieldError } from '../support/assertions.js';
 import { TEST_DB } from '../support/databases.js';
+import { startDnsServer } from '../support/dns-server.js';
 import { factories, type Member } from '../support/factories.js';
 import { ADMIN_TOKEN, buildTestApp, clientFor, type Json, SECRET_KEY, startApp } from '../support/harness.js';
 import { readyWorld } from '../support/jobs.js';
@@ -16,9 +17,11 @@ import { type Running, runCli } from '../support/process.js';
 import { startReceiver, verifies } from '../support/webhooks.js';
 
 // Issue 22: webhook endpoints and signed deliveries. The receivers are local HTTP servers, so the
-// app allows private targets (WEBHOOK_ALLOW_PRIVATE_TARGETS=true); a second app on the same
+// app allows loopback targets (WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8,::1); a second app on the same
 // database runs with the default (refused) to prove the guard at save and at delivery.
-const t = await buildTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_TIMEOUT_MS: '3000' } });
+const t = await buildTestApp({
+  env: { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8,::1', WEBHOOK_TIMEOUT_MS: '3000' },
+});
 const f = factories(t);
 const HOUR = 3_600_000;
 
@@ -189,7 +192,7 @@ describe('webhook endpoints (issue 22)', () => {
 });
 
 describe('SSRF guard (issue 22)', () => {
-  it('a private, loopback, link-local or metadata URL is refused (400 url_refused) without WEBHOOK_ALLOW_PRIVATE_TARGETS, and accepted with it', async () => {
+  it('a private, loopback, link-local or metadata URL is refused (400 url_refused) without WEBHOOK_ALLOWED_NETWORKS, and accepted with it', async () => {
     const strict = await startApp(t.database, {});
     after(() => strict.close());
     const w = await f.world();
@@ -515,6 +518,81 @@ describe('signed deliveries (issue 22)', () => {
   });
 });
 
+describe('issue 29 defect 3: WEBHOOK_ALLOWED_NETWORKS never opens link-local or metadata addresses', () => {
+  it('issue 29 defect 3: with the widest list (0.0.0.0/0, ::/0) set, metadata and link-local URLs are refused at save (400 url_refused naming why), by address and by name; a name that resolves there at delivery is refused after DNS and nothing is sent', async () => {
+    const dns = await startDnsServer();
+    const wide = await startApp(t.database, {
+      env: {
+        DNS_SERVERS: dns.address,
+        WEBHOOK_ALLOWED_NETWORKS: '0.0.0.0/0,::/0',
+        WEBHOOK_TIMEOUT_MS: '3000',
+      },
+    });
+    after(() => wide.close());
+    const w = await f.world();
+    const client = clientFor(wide.app, w.owner.authorization);
+    const suffix = randomUUID().slice(0, 8);
+    dns.answer(`meta-${suffix}.example.test`, { a: ['169.254.169.254'] });
+    dns.answer(`meta6-${suffix}.example.test`, { aaaa: ['fd00:ec2::254'] });
+    dns.answer(`local-${suffix}.example.test`, { a: ['169.254.10.20'] });
+    for (const [url, why] of [
+      ['http://169.254.169.254/latest/meta-data', /cloud metadata/],
+      ['http://[fd00:ec2::254]/latest/meta-data', /cloud metadata/],
+      ['http://[::ffff:169.254.169.254]/', /cloud metadata/],
+      ['http://[2002:a9fe:a9fe::1]/', /6to4 form of 169\.254\.169\.254/],
+      ['http://169.254.10.20/hook', /link-local/],
+      ['http://[fe80::1]/hook', /link-local/],
+      [
+        `http://meta-${suffix}.example.test/latest/meta-data`,
+        /resolves to 169\.254\.169\.254, a cloud metadata/,
+      ],
+      [`http://meta6-${suffix}.example.test/`, /resolves to fd00:ec2::254, a cloud metadata/],
+      [`http://local-${suffix}.example.test/`, /resolves to 169\.254\.10\.20, a link-local/],
+    ] as const) {
+      const res = await client.post(endpointsOf(w.account.id), { url });
+      assert.equal(res.status, 400, `${url}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.errors?.[0]?.code, 'url_refused', JSON.stringify(res.body));
+      assert.match(res.body.message, why, url);
+      assert.match(res.body.message, /not opened by WEBHOOK_ALLOWED_NETWORKS/, url);
+    }
+    // What the list opens is opened: a private address, here the loopback receiver by name.
+    const receiver = await startReceiver();
+    after(() => receiver.close());
+    const name = `hook-${suffix}.example.test`;
+    dns.answer(name, { a: ['127.0.0.1'] });
+    const url = receiver.url.replace('127.0.0.1', name);
+    const saved = await client.post(endpointsOf(w.account.id), { url, event_types: ['site_report.sent'] });
+    assert.equal(saved.status, 201, JSON.stringify(saved.body));
+    const one = `${endpointsOf(w.account.id)}/${saved.body.id}`;
+    const first = await client.post(`${one}/ping`);
+    assert.equal(first.status, 202);
+    await wide.runJobs();
+    assert.equal(receiver.accepted.size, 1, 'delivered while the name resolves to an opened network');
+    // The name now resolves to the metadata address: the delivery is refused after DNS.
+    dns.answer(name, { a: ['169.254.169.254'] });
+    const ping = await client.post(`${one}/ping`);
+    assert.equal(ping.status, 202);
+    await wide.runJobs();
+    const log = await client.get(`${one}/deliveries`);
+    const d = log.body.results.find((x: Json) => x.id === ping.body.id);
+    assert.equal(d.last_status_code, null, JSON.stringify(d));
+    assert.match(
+      d.last_error,
+      new RegExp(
+        `^refused: ${name.replace(/\./g, '\\.')} resolves to 169\\.254\\.169\\.254, a cloud metadata address`,
+      ),
+    );
+    assert.equal(receiver.accepted.size, 1, 'nothing more was sent');
+  });
+
+  it('issue 29 defect 3: the retired WEBHOOK_ALLOW_PRIVATE_TARGETS stops the start with a message naming WEBHOOK_ALLOWED_NETWORKS', async () => {
+    await assert.rejects(
+      startApp(t.database, { env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' } }),
+      /WEBHOOK_ALLOW_PRIVATE_TARGETS is retired.*WEBHOOK_ALLOWED_NETWORKS/s,
+    );
+  });
+});
+
 if (TEST_DB === 'postgres') {
   describe('a worker process killed during a delivery (issue 22, PostgreSQL)', async () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-hooks-'));
@@ -526,7 +604,7 @@ if (TEST_DB === 'postgres') {
       JOB_POLL_INTERVAL_MS: '100',
       JOB_SWEEP_INTERVAL_MS: '100',
       JOB_DRAIN_SECONDS: '1',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8,::1',
     };
     const pg = await buildTestApp({ env: jobEnv });
     const pf = factories(pg);

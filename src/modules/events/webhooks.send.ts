@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { resolveTarget, TargetRefused } from './url-guard.js';
+import { type AddressLookup, resolveTarget, type TargetPolicy, TargetRefused } from './url-guard.js';
 
 /** At most this much of a response is read and kept (the delivery log's excerpt). */
 export const RESPONSE_EXCERPT_BYTES = 1024;
@@ -19,7 +19,10 @@ export interface AttemptResult {
 
 export interface SendOptions {
   timeoutMs: number;
-  allowPrivate: boolean;
+  /** WEBHOOK_ALLOWED_NETWORKS: what besides public addresses may be reached. */
+  policy: TargetPolicy;
+  /** How the URL's host name is resolved (DNS_SERVERS when set). */
+  lookup: AddressLookup;
 }
 
 /**
@@ -32,14 +35,14 @@ export async function postWebhook(
   rawUrl: string,
   headers: Record<string, string>,
   body: string,
-  { timeoutMs, allowPrivate }: SendOptions,
+  { timeoutMs, policy, lookup }: SendOptions,
 ): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const url = new URL(rawUrl);
   let target: Awaited<ReturnType<typeof resolveTarget>>;
   try {
-    target = await resolveTarget(url.hostname, allowPrivate);
+    target = await resolveTarget(url.hostname, policy, lookup);
   } catch (err) {
     const refused = err instanceof TargetRefused;
     const message = refused ? `refused: ${err.message}` : (err as Error).message;

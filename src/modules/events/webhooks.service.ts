@@ -11,7 +11,14 @@ import type { JobQueue } from '../../jobs/queue.js';
 import type { Outbox } from '../../mail/outbox.js';
 import { webhookDisabledMail } from '../../mail/templates/webhook-disabled.js';
 import type { Resealer, SecretBox } from '../../secrets.js';
-import { parseTargetUrl, resolveTarget, TargetRefused } from './url-guard.js';
+import {
+  parseTargetUrl,
+  resolveTarget,
+  serversLookup,
+  systemLookup,
+  TargetRefused,
+  targetPolicy,
+} from './url-guard.js';
 import * as repo from './webhooks.repo.js';
 import { type AttemptResult, postWebhook, RESPONSE_EXCERPT_BYTES } from './webhooks.send.js';
 
@@ -57,8 +64,10 @@ export interface WebhooksDeps {
   queue: Pick<JobQueue, 'enqueue'>;
   outbox: Pick<Outbox, 'add'>;
   secretBox: SecretBox;
-  /** WEBHOOK_ALLOW_PRIVATE_TARGETS and WEBHOOK_TIMEOUT_MS. */
-  allowPrivateTargets: boolean;
+  /** WEBHOOK_ALLOWED_NETWORKS (besides public addresses) and WEBHOOK_TIMEOUT_MS. */
+  allowedNetworks: readonly string[];
+  /** DNS_SERVERS and its bounds: when set, endpoint host names are resolved through them. */
+  dns?: { servers: readonly string[]; timeoutMs: number; tries: number };
   timeoutMs: number;
   /** The time signed into `webhook-timestamp` (receivers compare it with their wall clock). */
   wallClock?: () => Date;
@@ -79,7 +88,9 @@ const context = (id: string, which: 'current' | 'previous') => `webhook-endpoint
  * Deliveries are sent by the `webhook-deliver` job, in event order per endpoint and install.
  */
 export function createWebhooksService(deps: WebhooksDeps) {
-  const { db, clock, queue, outbox, secretBox, allowPrivateTargets, timeoutMs } = deps;
+  const { db, clock, queue, outbox, secretBox, timeoutMs } = deps;
+  const policy = targetPolicy(deps.allowedNetworks);
+  const lookup = deps.dns && deps.dns.servers.length > 0 ? serversLookup(deps.dns) : systemLookup;
   const wallClock = deps.wallClock ?? (() => new Date());
 
   /** Webhook endpoints are managed by the account's owners: 404 for strangers, 403 for other roles. */
@@ -101,7 +112,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     if (typeof url === 'string')
       throw Errors.invalidValue('webhook_endpoint', 'url', `The URL ${url}`, 'invalid_url');
     try {
-      await resolveTarget(url.hostname, allowPrivateTargets);
+      await resolveTarget(url.hostname, policy, lookup);
     } catch (err) {
       if (err instanceof TargetRefused)
         throw Errors.invalidValue(
@@ -398,7 +409,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
       };
       const result = await postWebhook(endpoint.url, headers, d.payload, {
         timeoutMs,
-        allowPrivate: allowPrivateTargets,
+        policy,
+        lookup,
       });
       await record(d.id, startedAt, result);
     },
