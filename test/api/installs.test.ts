@@ -208,12 +208,33 @@ describe('getInstall and listInstalls', () => {
       Object.keys(one.body).sort(),
       [...LIST_FIELDS, 'defer_wordpress_upgrades_until', 'maintenance_mode', 'wp_version'].sort(),
     );
-    assert.equal(typeof one.body.wp_version, 'string');
+    // Pending (not provisioned yet): no version until the driver read one (issue 29 defect 9).
+    assert.equal(one.body.wp_version, null);
     assert.equal(one.body.defer_wordpress_upgrades_until, null);
     const list = await w.owner.client.get(`/v1/installs?account_id=${w.account.id}`);
     assert.equal(list.status, 200);
     assert.equal(list.body.count, 1);
     assert.deepEqual(Object.keys(list.body.results[0]).sort(), LIST_FIELDS);
+  });
+
+  it('issue 29 defect 9: a new install has no wp_version (null) until its provisioning reports the one its files hold', async () => {
+    const w = await f.world();
+    const created = await w.owner.client.post('/v1/installs', {
+      name: uniqueName(),
+      account_id: w.account.id,
+      site_id: w.site.id,
+      environment: 'staging',
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal(created.body.status, 'pending');
+    assert.equal(created.body.wp_version, null, 'no invented version in the answer');
+    const pending = await w.owner.client.get(`/v1/installs/${created.body.id}`);
+    assert.equal(pending.body.wp_version, null);
+    await t.runJobs();
+    const active = await w.owner.client.get(`/v1/installs/${created.body.id}`);
+    assert.equal(active.body.status, 'active');
+    // The simulated driver's provisioning reports its simulated WordPress.
+    assert.equal(active.body.wp_version, '6.7.1');
   });
 
   it('I7 php_version is read-only: it cannot be set on create or update', async () => {

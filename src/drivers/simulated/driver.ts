@@ -41,8 +41,9 @@ const SIMULATED_TASK_RESULTS = {
 type SimulatedResult<K extends DriverOperation> = TaskResult<typeof SIMULATED_TASK_RESULTS, K>;
 const resultOf = taskResults('simulated', SIMULATED_TASK_RESULTS);
 
-/** What a simulated install reports when nothing else is known. */
+/** What a simulated install reports when nothing else is known (its provisioning "installs" these). */
 const SIMULATED_PHP_VERSION = '8.2';
+const SIMULATED_WP_VERSION = '6.7.1';
 const WORDPRESS_TABLES = [
   'wp_options',
   'wp_posts',
@@ -127,7 +128,9 @@ export function createSimulatedDriver({ db, clock, durations, secretBox }: Simul
 
     provision: (ctx: CallContext, install: InstallRef) =>
       call('provision', ctx, install.id, async (tx, now) => {
-        const state = await stateOf(tx, install);
+        // Issue 29 defect 9: a new install has no version until provisioning reports its own.
+        const found = await stateOf(tx, install);
+        const state = { ...found, wp_version: found.wp_version ?? SIMULATED_WP_VERSION };
         await repo.saveState(tx, install.id, state, now);
         return { wp_version: state.wp_version, php_version: SIMULATED_PHP_VERSION };
       }),

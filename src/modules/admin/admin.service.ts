@@ -56,22 +56,25 @@ export function createAdminService({ accounts, sites, installs, users }: AdminDe
       return counts;
     },
 
-    /** First start on an empty database: a demo account with a site, an install and an owner credential. */
+    /**
+     * First start on an empty database: a demo account with a site, an owner credential and an
+     * install. The install is provisioned by the hosting driver like any other (issue 29 defect 8):
+     * `pending` until its provision_install operation completes, then `active` and, with the local
+     * web tier, served; never a row that says active while nothing serves it.
+     */
     async createDemo(): Promise<DemoCredentials> {
       const account = await accounts.create({ name: 'Demo Agency', preferred_data_center: 'us-central' });
       const site = await sites.adminCreate({ account_id: account.id, name: 'Demo Site' });
-      await installs.adminCreate({
-        account_id: account.id,
-        site_id: site.id,
-        name: 'demosite',
-        environment: 'production',
-      });
       const user = await users.create({
         email: 'owner@demo.hostplane.test',
         first_name: 'Demo',
         last_name: 'Owner',
         memberships: [{ account_id: account.id, roles: 'owner' }],
       });
+      await installs.adminCreate(
+        { account_id: account.id, site_id: site.id, name: 'demosite', environment: 'production' },
+        { provision: true },
+      );
       const credential = await users.issueCredential(user.id);
       return { accountId: account.id, ...credential };
     },

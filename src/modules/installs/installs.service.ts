@@ -31,7 +31,11 @@ export interface InstallsDeps {
   events?: EventRecorder;
 }
 
-/** Defaults of a new install's software (the hosting driver reports real ones). */
+/**
+ * Defaults of an install loaded by the admin API or seeding (it exists already, nothing provisions
+ * it). An install created through the API has no WordPress version until its provisioning reports
+ * the one its files hold (issue 29 defect 9: never an invented one).
+ */
 export const DEFAULT_PHP_VERSION = '8.2';
 export const DEFAULT_WP_VERSION = '6.7.1';
 /** I9: the plans whose installs can have stable IPs. */
@@ -131,7 +135,7 @@ export function createInstallsService({
           name: input.name,
           status: provisioned ? 'pending' : (input.status ?? 'active'),
           php_version: input.php_version ?? DEFAULT_PHP_VERSION,
-          wp_version: input.wp_version ?? DEFAULT_WP_VERSION,
+          wp_version: provisioned ? null : (input.wp_version ?? DEFAULT_WP_VERSION),
           primary_domain: `${input.name}.${installDomain}`,
         });
         if (provisioned) await startProvisioning(tx, row);
@@ -173,8 +177,12 @@ export function createInstallsService({
       return insert(input, true);
     },
 
-    /** For the admin API and seeding: the same rules, no caller. */
-    adminCreate: (input: AdminCreateInstallInput) => insert(input),
+    /**
+     * For the admin API and seeding: the same rules, no caller. `provision`: the install is made by
+     * the hosting driver (pending until its provisioning operation completes), as through the API.
+     */
+    adminCreate: (input: AdminCreateInstallInput, options: { provision?: boolean } = {}) =>
+      insert(input, options.provision ?? false),
 
     /** I6: move an install to another site and/or environment, under I4 and I5. */
     async update(
