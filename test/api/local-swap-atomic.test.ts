@@ -239,6 +239,39 @@ describe('issue 28 finding 7: restores and copies are all or nothing', () => {
     assert.deepEqual(await state(w.install.id), source);
   });
 
+  it('issue 28 finding 7: a copy of some tables whose trigger name the destination uses on a table it keeps is refused before any swap, with the reason, and the destination is left as it was', async () => {
+    const w = await readyWorld(t, f);
+    const destination = await readyInstall(t, f, w, 'staging');
+    await writeSite(host.paths(w.install.id).public, '6.4.0', 'source');
+    await writeSite(host.paths(destination.id).public, '6.3.0', 'destination');
+    const define = async (installId: string, triggerTable: string) => {
+      const conn = await host.asInstall(driver, installId);
+      await conn.query('CREATE TABLE wp_posts (id INT PRIMARY KEY, title VARCHAR(200))');
+      await conn.query('CREATE TABLE wp_log (id INT AUTO_INCREMENT PRIMARY KEY, msg VARCHAR(200))');
+      await conn.query(
+        `CREATE TRIGGER \`wp clash\` BEFORE INSERT ON ${triggerTable} FOR EACH ROW SET @hp = 1`,
+      );
+      await conn.query('INSERT INTO wp_posts VALUES (1, ?)', [installId]);
+      await conn.end();
+    };
+    // The source's trigger is on wp_posts (copied); the destination's of the same name on wp_log (kept).
+    await define(w.install.id, 'wp_posts');
+    await define(destination.id, 'wp_log');
+    const before = await state(destination.id);
+    const res = await w.owner.client.post('/v1/install_copy', {
+      source_environment_id: w.install.id,
+      destination_environment_id: destination.id,
+      custom_options: { db_tables: ['wp_posts'] },
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    await t.runJobs();
+    const op = await operationOf(w.owner.client, res);
+    assert.equal(op.status, 'failed', JSON.stringify(op));
+    assert.match(String(op.error), /wp clash/);
+    assert.deepEqual(await state(destination.id), before);
+    assert.deepEqual(await leftovers(destination.id), NOTHING);
+  });
+
   it('issue 28 finding 7: a restore and a copy that fail between the database swap and the files swap leave the destination exactly as it was, with nothing behind; a retry then completes', async () => {
     const w = await readyWorld(t, f);
     const destination = await readyInstall(t, f, w, 'staging');

@@ -149,11 +149,23 @@ async function prepare(
     const present = Object.keys(await mariadb.tablesOf(n.db));
     const outgoing =
       only === null ? present : present.filter((t) => incoming.includes(t) || only.includes(t));
+    const live = await mariadb.triggersOf(n.db);
+    // A trigger name is one per database: one the live tables that stay already use cannot be defined.
+    const kept = new Set(live.filter((tr) => !outgoing.includes(tr.table)).map((tr) => tr.name));
+    const clash = staged.tables.triggers
+      .filter((tr) => kept.has(tr.name))
+      .map((tr) => JSON.stringify(tr.name));
+    if (clash.length > 0)
+      throw new DriverError(
+        staged.operation,
+        `the trigger name(s) ${clash.join(', ')} are used in the destination by tables this ${staged.operation} does not replace: rename or drop those triggers first`,
+        true,
+      );
     tables = {
       incoming,
       outgoing,
       staged: staged.tables.triggers,
-      live: await mariadb.triggersOf(n.db, outgoing),
+      live: live.filter((tr) => outgoing.includes(tr.table)),
     };
   }
   let tree: Journal['files'] = null;
