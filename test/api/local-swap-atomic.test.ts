@@ -351,6 +351,32 @@ describe('issue 28 finding 7: restores and copies are all or nothing', () => {
     assert.deepEqual(await leftovers(w.install.id), NOTHING);
   });
 
+  it('issue 28 finding 7: a backup whose trigger was made with its database name is refused before anything is loaded (the load would define it in the live database), and the install is left as it was', async () => {
+    const w = await readyWorld(t, f);
+    const p = host.paths(w.install.id);
+    await writeSite(p.public, '6.5.2', 'qualified');
+    await seed(w.install.id, 'qualified');
+    const conn = await host.asInstall(driver, w.install.id);
+    await conn.query(
+      `CREATE TRIGGER ${q(slug(w.install.id))}.\`wp qualified\` BEFORE INSERT ON ${q(slug(w.install.id))}.wp_posts FOR EACH ROW SET NEW.title = UPPER(NEW.title)`,
+    );
+    const backup = await backupOf(w);
+    await conn.query('DROP TRIGGER `wp qualified`');
+    await conn.end();
+    await writeSite(p.public, '6.6.0', 'changed');
+    const changed = await state(w.install.id);
+    const res = await w.owner.client.post(`/v1/installs/${w.install.id}/backups/${backup.id}/restore`, {
+      notification_emails: [],
+      create_checkpoint: false,
+    });
+    await t.runJobs();
+    const op = await operationOf(w.owner.client, res);
+    assert.equal(op.status, 'failed', JSON.stringify(op));
+    assert.match(String(op.error), /wp qualified/);
+    assert.deepEqual(await state(w.install.id), changed);
+    assert.deepEqual(await leftovers(w.install.id), NOTHING);
+  });
+
   it('issue 28 finding 7: a backup holding a view is refused before any swap, with the reason, and the install is left as it was', async () => {
     const w = await readyWorld(t, f);
     const p = host.paths(w.install.id);

@@ -36,7 +36,7 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
       // made with a qualified name is dumped with it, and would load into the source's database.
       await mariadb.dump(sourceDb, dump, signal, tables, false);
       triggers = await mariadb.triggersOf(sourceDb, tables ?? sourceTables);
-      await stageDatabase(ctx, destination.id, dump, signal);
+      await stageDatabase(ctx, destination.id, dump, signal, 'copy');
       // C1-C4 (issue 21): the copied rows point at the destination, before they are swapped in.
       await ctx.web?.rewriteUrls(source, destination, signal);
     }

@@ -1,5 +1,7 @@
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import readline from 'node:readline';
 import { DriverError } from '../driver.js';
 import type { LocalContext } from './context.js';
 import type { Trigger } from './database.js';
@@ -61,14 +63,43 @@ export async function stageDatabase(
   installId: string,
   dump: string,
   signal: AbortSignal,
+  operation: 'restore' | 'copy' = 'restore',
 ): Promise<Trigger[]> {
   const n = databaseNames(installId);
+  // A dump keeps a trigger's statement as its maker wrote it: one named with its database would be
+  // defined in that (live) database by the load, not in staging. Refused before anything is loaded.
+  const qualified = await qualifiedTriggers(dump);
+  if (qualified.length > 0)
+    throw new DriverError(
+      operation,
+      `the database dump defines trigger(s) with their database's name (${qualified.join(', ')}), which would load into the live database: define them without it (CREATE TRIGGER name ...) and take a new backup`,
+      true,
+    );
   await mariadb.dropDatabase(n.staging);
   await mariadb.createDatabase(n.staging);
   await mariadb.load(n.staging, dump, signal);
   const triggers = await mariadb.triggersOf(n.staging);
   for (const trigger of triggers) await mariadb.dropTrigger(n.staging, trigger.name);
   return triggers;
+}
+
+/** A trigger's first line in mariadb-dump's output, its name qualified by a database (`db`.`name`, db.name). */
+const QUALIFIED_TRIGGER =
+  /^\/\*!50003 CREATE\*\/ (?:\/\*!50017 DEFINER=.*?\*\/ )?\/\*!50003 TRIGGER\s+((?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)\s*\.\s*(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+))/;
+
+/** The qualified trigger names a dump defines (read line by line: its trigger blocks sit between DELIMITER lines). */
+async function qualifiedTriggers(dump: string): Promise<string[]> {
+  const found: string[] = [];
+  let inTriggers = false;
+  for await (const line of readline.createInterface({ input: createReadStream(dump), crlfDelay: Infinity })) {
+    if (line === 'DELIMITER ;;') inTriggers = true;
+    else if (line === 'DELIMITER ;') inTriggers = false;
+    else if (inTriggers) {
+      const name = QUALIFIED_TRIGGER.exec(line)?.[1];
+      if (name && found.length < 10) found.push(name);
+    }
+  }
+  return found;
 }
 
 /** After a failed attempt before any swap: its staging directory and databases go (the live install was not touched). */
