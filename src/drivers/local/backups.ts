@@ -3,10 +3,11 @@ import path from 'node:path';
 import type { ArchiveSource, CallContext, HostingDriver, InstallRef, Snapshot } from '../driver.js';
 import { tarGz } from '../tar.js';
 import type { LocalContext } from './context.js';
+import type { Trigger } from './database.js';
 import * as files from './files.js';
 import { databaseNames, installSlug, keySlug, pathsOf, stagingDir } from './names.js';
 import { allOrAbort } from './run.js';
-import { discardStaging, recover, stageDatabase, swapTables } from './staging.js';
+import { discardStaging, recover, stageDatabase, swapStaged } from './staging.js';
 
 /**
  * Backups, restores and the backups' downloadable archives. A backup is a directory under
@@ -133,17 +134,29 @@ export function backupOperations(
           const staging = stagingDir(hostingRoot, id, call.key);
           await files.remove(staging);
           // Everything slow happens in staging; the swaps at the end are renames.
+          let triggers: Trigger[] = [];
           try {
             await files.untar(backup.archive, staging, call.signal);
-            if (input.restore_database) await stageDatabase(ctx, id, backup.dump, call.signal);
+            if (input.restore_database) triggers = await stageDatabase(ctx, id, backup.dump, call.signal);
             await ctx.web?.adopt(id, staging, call.signal);
             await midway('restore', call.signal);
           } catch (err) {
             await discardStaging(ctx, id, staging);
             throw err;
           }
-          await files.swapIn(pathsOf(hostingRoot, id).public, staging);
-          if (input.restore_database) await swapTables(ctx, id, null);
+          // Issue 28 finding 7: tables then files, all or nothing (staging.ts).
+          await swapStaged(
+            ctx,
+            id,
+            {
+              operation: 'restore',
+              key: call.key,
+              staging,
+              tree: staging,
+              tables: input.restore_database ? { only: null, triggers } : null,
+            },
+            call.signal,
+          );
           // Issue 21: the page cache holds pages of before the restore.
           await ctx.web?.purgePage(id);
           return { wp_version: backup.manifest.wp_version };

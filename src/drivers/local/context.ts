@@ -16,6 +16,8 @@ export interface LocalContext {
   hostingRoot: string;
   /** The fault point half-way through a backup, restore or copy (LocalDriverDeps.midway). */
   midway: (operation: DriverOperation, signal: AbortSignal) => Promise<void>;
+  /** The fault point between a restore's or copy's two swaps (LocalDriverDeps.betweenSwaps). */
+  betweenSwaps: (operation: 'restore' | 'copy', signal: AbortSignal) => Promise<void>;
   /** LOCAL_WEB=on (issue 21): nginx, PHP-FPM and WordPress serve the installs; null: files only. */
   web: WebTier | null;
   /** Runs a keyed call's work once (tasks.ts). */

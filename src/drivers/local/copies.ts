@@ -2,9 +2,10 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { CallContext, CopyRequest, HostingDriver } from '../driver.js';
 import type { LocalContext } from './context.js';
+import type { Trigger } from './database.js';
 import * as files from './files.js';
 import { databaseNames, pathsOf, stagingDir } from './names.js';
-import { discardStaging, recover, stageDatabase, swapTables } from './staging.js';
+import { discardStaging, recover, stageDatabase, swapStaged } from './staging.js';
 
 /**
  * C1-C5: a copy overwrites the destination with the source's document root and/or database tables
@@ -28,15 +29,19 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
       await ctx.web?.adopt(destination.id, path.join(staging, 'public'), signal);
     }
     const dbWork = input.include_db && (tables === null || tables.length > 0);
+    let triggers: Trigger[] = [];
     if (dbWork) {
       const dump = path.join(staging, 'database.sql');
-      await mariadb.dump(sourceDb, dump, signal, tables);
-      await stageDatabase(ctx, destination.id, dump, signal);
+      // The source's triggers from its catalogue, not from the dump (decisions.md #136): a trigger
+      // made with a qualified name is dumped with it, and would load into the source's database.
+      await mariadb.dump(sourceDb, dump, signal, tables, false);
+      triggers = await mariadb.triggersOf(sourceDb, tables ?? sourceTables);
+      await stageDatabase(ctx, destination.id, dump, signal, 'copy');
       // C1-C4 (issue 21): the copied rows point at the destination, before they are swapped in.
-      await ctx.web?.rewriteUrls(source, destination, databaseNames(destination.id).staging, signal);
+      await ctx.web?.rewriteUrls(source, destination, signal);
     }
     await midway('copy', signal);
-    return { dbWork, tables };
+    return { dbWork, tables, triggers };
   }
 
   return {
@@ -57,9 +62,19 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
             await discardStaging(ctx, destination.id, staging);
             throw err;
           });
-          if (input.include_files) await files.swapIn(to.public, path.join(staging, 'public'));
-          const copied = staged.dbWork ? await swapTables(ctx, destination.id, staged.tables) : [];
-          await files.remove(staging);
+          // Issue 28 finding 7: tables then files, all or nothing (staging.ts).
+          const copied = await swapStaged(
+            ctx,
+            destination.id,
+            {
+              operation: 'copy',
+              key: call.key,
+              staging,
+              tree: input.include_files ? path.join(staging, 'public') : null,
+              tables: staged.dbWork ? { only: staged.tables, triggers: staged.triggers } : null,
+            },
+            call.signal,
+          );
           // Issue 21: the destination's page cache holds pages of before the copy.
           await ctx.web?.purgePage(destination.id);
           return {

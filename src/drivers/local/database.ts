@@ -8,18 +8,56 @@ import { run } from './run.js';
  * password in the environment, never on a command line.
  */
 
-/** The only names this module puts in SQL as identifiers: `hp_` / `hps_` / `hpt_` + hex, or a table name. */
-const NAME = /^hp[st]?_[0-9a-f]{32}$/;
-const TABLE = /^[A-Za-z0-9_$]{1,64}$/;
+/**
+ * The driver's own names it puts in SQL as identifiers: `hp_` (an install's database and user),
+ * `hps_` / `hpt_` (its staging and trash databases), `hpr_` (the copy's rewrite account) + hex.
+ */
+const NAME = /^hp[rst]?_[0-9a-f]{32}$/;
 
 export function ident(name: string): string {
   if (!NAME.test(name)) throw new Error(`not a driver database name: ${JSON.stringify(name)}`);
   return `\`${name}\``;
 }
 
+/**
+ * Issue 28 finding 7: a table (or trigger) name as MariaDB allows it, quoted: 1 to 64 characters, any
+ * but NUL and those outside the Basic Multilingual Plane (MariaDB refuses both in identifiers), not
+ * ending in a space; a backtick doubled. Names come from the server's own catalogue (a tenant's
+ * tables), so a space, a dot, a backtick or unicode is ordinary here.
+ */
 export function tableIdent(name: string): string {
-  if (!TABLE.test(name)) throw new Error(`unsupported table name: ${JSON.stringify(name)}`);
-  return `\`${name}\``;
+  const chars = [...name];
+  if (
+    chars.length < 1 ||
+    chars.length > 64 ||
+    name.endsWith(' ') ||
+    chars.some((c) => c === '\0' || (c.codePointAt(0) ?? 0) > 0xffff)
+  )
+    throw new Error(`unsupported table name: ${JSON.stringify(name)}`);
+  return `\`${name.replaceAll('`', '``')}\``;
+}
+
+/** A trigger as information_schema describes it: enough to define it again, in another database. */
+export interface Trigger {
+  name: string;
+  table: string;
+  timing: 'BEFORE' | 'AFTER';
+  event: 'INSERT' | 'UPDATE' | 'DELETE';
+  /** Its order among the triggers of the same table, timing and event (defined again in this order). */
+  order: number;
+  /** The body, as the server stored it (it parsed it once as a trigger body). */
+  statement: string;
+  sqlMode: string;
+  /** `user@host`. */
+  definer: string;
+}
+
+/** `user@host` (a definer as information_schema spells it) as SQL: each part quoted. */
+function definerIdent(definer: string): string {
+  const at = definer.lastIndexOf('@');
+  if (at <= 0) throw new Error(`unexpected trigger definer ${JSON.stringify(definer)}`);
+  const part = (s: string) => `\`${s.replaceAll('`', '``')}\``;
+  return `${part(definer.slice(0, at))}@${part(definer.slice(at + 1))}`;
 }
 
 export interface MariaDbTarget {
@@ -123,8 +161,11 @@ export function createMariaDb(url: string) {
       return Object.values(tables).reduce((a, b) => a + b, 0);
     },
 
-    /** A consistent dump of `db` (all tables, or only `tables`) into `file`. */
-    dump(db: string, file: string, signal: AbortSignal, tables: string[] | null = null) {
+    /**
+     * A consistent dump of `db` (all tables, or only `tables`) into `file`, with the tables' triggers
+     * unless `triggers` is false (a copy reads them from information_schema: triggersOf).
+     */
+    dump(db: string, file: string, signal: AbortSignal, tables: string[] | null = null, triggers = true) {
       ident(db);
       const only = tables ?? [];
       for (const table of only) tableIdent(table);
@@ -135,7 +176,7 @@ export function createMariaDb(url: string) {
           '--single-transaction',
           '--skip-dump-date',
           '--skip-routines',
-          '--triggers',
+          triggers ? '--triggers' : '--skip-triggers',
           '--hex-blob',
           '--default-character-set=utf8mb4',
           '--',
@@ -155,6 +196,91 @@ export function createMariaDb(url: string) {
         stdin: file,
       });
     },
+
+    /** Whether `db` holds a table (or view) named `table`. */
+    async tableExists(db: string, table: string): Promise<boolean> {
+      ident(db);
+      const [rows] = await (await pool()).query<mysql.RowDataPacket[]>(
+        'SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?',
+        [db, table],
+      );
+      return rows.length > 0;
+    },
+
+    /** The views of `db` (a restore or copy refuses them: decisions.md #137). */
+    async viewsOf(db: string): Promise<string[]> {
+      ident(db);
+      const [rows] = await (await pool()).query<mysql.RowDataPacket[]>(
+        `SELECT table_name AS name FROM information_schema.tables
+          WHERE table_schema = ? AND table_type = 'VIEW' ORDER BY table_name`,
+        [db],
+      );
+      return rows.map((r) => String(r.name));
+    },
+
+    /** The triggers of `db` (of `tables` only, when given), in the order they were defined. */
+    async triggersOf(db: string, tables: string[] | null = null): Promise<Trigger[]> {
+      ident(db);
+      const [rows] = await (await pool()).query<mysql.RowDataPacket[]>(
+        `SELECT trigger_name AS name, event_object_table AS tbl, action_timing AS timing,
+                event_manipulation AS event, action_order AS ord, action_statement AS statement,
+                sql_mode AS mode, definer
+           FROM information_schema.triggers WHERE trigger_schema = ?
+          ORDER BY event_object_table, action_timing, event_manipulation, action_order`,
+        [db],
+      );
+      const all = rows.map(
+        (r): Trigger => ({
+          name: String(r.name),
+          table: String(r.tbl),
+          timing: String(r.timing) === 'AFTER' ? 'AFTER' : 'BEFORE',
+          event: (['INSERT', 'UPDATE', 'DELETE'] as const).find((e) => e === String(r.event)) ?? 'INSERT',
+          order: Number(r.ord),
+          statement: String(r.statement),
+          sqlMode: String(r.mode),
+          definer: String(r.definer),
+        }),
+      );
+      return tables === null ? all : all.filter((tr) => tables.includes(tr.table));
+    },
+
+    dropTrigger: (db: string, name: string) =>
+      exec(`DROP TRIGGER IF EXISTS ${ident(db)}.${tableIdent(name)}`),
+
+    /**
+     * Defines `trigger` on its table in `db`, as `definer` (`user@host`; null: its own). On a
+     * connection of its own: the trigger's sql_mode and `db` as the default database are set for the
+     * statement and never reach the pool; names unqualified, so a dump of `db` (which keeps the
+     * statement as written) loads it into whatever database it is loaded into. Its body is the
+     * server's own text of a trigger it parsed before, after the same prefix.
+     */
+    async createTrigger(db: string, trigger: Trigger, definer: string | null = null) {
+      const conn = await (await pool()).getConnection();
+      try {
+        await conn.query('SET SESSION sql_mode = ?', [trigger.sqlMode]);
+        await conn.query(`USE ${ident(db)}`);
+        await conn.query(
+          `CREATE DEFINER=${definerIdent(definer ?? trigger.definer)} TRIGGER ${tableIdent(trigger.name)}
+             ${trigger.timing === 'AFTER' ? 'AFTER' : 'BEFORE'} ${trigger.event === 'DELETE' ? 'DELETE' : trigger.event === 'UPDATE' ? 'UPDATE' : 'INSERT'}
+             ON ${tableIdent(trigger.table)} FOR EACH ROW ${trigger.statement}`,
+        );
+      } finally {
+        // Its session (sql_mode, default database) is not handed to anyone else.
+        conn.destroy();
+      }
+    },
+
+    /**
+     * Issue 28 finding 10: an account (`hpr_<hex>`) that can read and update `db` (a staging database)
+     * and nothing else, for the copy's URL rewrite; made afresh with a new password on every call.
+     */
+    async createRewriteAccount(user: string, db: string, password: string) {
+      await exec(`DROP USER IF EXISTS ${ident(user)}@'%'`);
+      await exec(`CREATE USER ${ident(user)}@'%' IDENTIFIED BY ?`, [password]);
+      await exec(`GRANT SELECT, UPDATE ON ${ident(db)}.* TO ${ident(user)}@'%'`);
+    },
+
+    dropUser: (user: string) => exec(`DROP USER IF EXISTS ${ident(user)}@'%'`),
 
     /**
      * Moves tables in one RENAME TABLE (atomic in MariaDB): each `[from, to]` pair names

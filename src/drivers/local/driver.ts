@@ -41,6 +41,12 @@ export interface LocalDriverDeps {
    * done, nothing swapped), where an injected fault fails or hangs it. Default: nothing.
    */
   midway?: (operation: DriverOperation, signal: AbortSignal) => Promise<void>;
+  /**
+   * Tests only (issue 28 finding 7): called between a restore's or copy's database swap and its
+   * document-root swap, where an injected fault must leave the install as it was (a throw is undone
+   * at once, a hang that never returns is a dead worker, undone by the next call). Default: nothing.
+   */
+  betweenSwaps?: (operation: 'restore' | 'copy', signal: AbortSignal) => Promise<void>;
 }
 
 const ESTIMATES: Record<DriverOperation, number> = {
@@ -81,6 +87,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     mariadb,
     hostingRoot,
     midway: deps.midway ?? (async () => undefined),
+    betweenSwaps: deps.betweenSwaps ?? (async () => undefined),
     once: createTaskRunner({ db, clock, maxHeavy: deps.maxHeavy }),
     web: deps.web ? createWebTier({ db, hostingRoot, mariadb }, deps.web) : null,
   };

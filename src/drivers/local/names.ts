@@ -54,11 +54,24 @@ export function pathsOf(hostingRoot: string, installId: string): InstallPaths {
   };
 }
 
-/** The install's MariaDB database and user, and the two scratch databases a restore or copy uses. */
+/**
+ * The install's MariaDB database and user, the two scratch databases a restore or copy uses, and the
+ * account of a copy's URL rewrite (issue 28 finding 10: its staging database only).
+ */
 export function databaseNames(installId: string) {
   const slug = installSlug(installId);
-  return { db: slug, user: slug, staging: slug.replace('hp_', 'hps_'), trash: slug.replace('hp_', 'hpt_') };
+  return {
+    db: slug,
+    user: slug,
+    staging: slug.replace('hp_', 'hps_'),
+    trash: slug.replace('hp_', 'hpt_'),
+    rewriter: slug.replace('hp_', 'hpr_'),
+  };
 }
+
+/** Where a restore or copy of the install journals its swap (staging.ts): HOSTING_ROOT/staging/hp_<hex>.swap.json. */
+export const swapJournal = (hostingRoot: string, installId: string) =>
+  path.join(hostingRoot, 'staging', `${installSlug(installId)}.swap.json`);
 
 /** Where a restore or copy of `key` stages the install's new tree: HOSTING_ROOT/staging/hp_<hex>.<key>. */
 export const stagingDir = (hostingRoot: string, installId: string, key: string) =>

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { MariaDbTarget } from './database.js';
+import type { MariaDb } from './database.js';
+import { databaseNames, systemUser } from './names.js';
 import { run, TOOL_ENV } from './run.js';
 import { PHP_CLI } from './wordpress.js';
 
@@ -13,8 +15,12 @@ import { PHP_CLI } from './wordpress.js';
  * WP-CLI does), and so is a serialized object whose class is not loaded (left as it was).
  */
 
-/** The script the PHP CLI runs; every value comes from the environment, none is spliced in. */
+/**
+ * The script the PHP CLI runs (read from its standard input); every value comes from the
+ * environment, none is spliced in. Issue 28 finding 10: it refuses to run as root.
+ */
 const SCRIPT = `<?php
+if (posix_geteuid() === 0) { fwrite(STDERR, "search-replace: refusing to run as root\\n"); exit(2); }
 mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
 $pairs = json_decode(getenv('HP_PAIRS'), true);
 $prefix = getenv('HP_PREFIX');
@@ -97,7 +103,7 @@ foreach ($tables as $row) {
     $total++;
   }
 }
-echo json_encode(['rows' => $total]), "\\n";
+echo json_encode(['rows' => $total, 'uid' => posix_geteuid()]), "\\n";
 `;
 
 /** HOSTING_HTTP_PORT and HOSTING_HTTPS_PORT: a source's links may carry either. */
@@ -148,38 +154,53 @@ export function urlPairs(
   return [...unique, ...json];
 }
 
-/** Runs the replacement over `database`'s tables whose names start with `prefix`; answers the rows changed. */
+/**
+ * Runs the replacement over the tables of the install's staging database whose names start with
+ * `prefix`; answers the rows changed and the uid the script ran as. Issue 28 finding 10: the script
+ * unserializes tenant rows, so it runs as the install's own system user (`runuser`), never root, and
+ * reaches MariaDB with an account made for the call (`hpr_<hex>`, a random password) that can read
+ * and update the staging database only, dropped after; the administrator's password never reaches
+ * it. The script file stays root's (0600): root pipes it to the PHP CLI's standard input.
+ */
 export async function searchReplace(input: {
-  target: MariaDbTarget;
-  database: string;
+  mariadb: MariaDb;
+  installId: string;
   prefix: string;
   pairs: [string, string][];
   scriptPath: string;
   signal: AbortSignal;
-}): Promise<number> {
-  if (input.pairs.length === 0) return 0;
+}): Promise<{ rows: number; uid: number | null }> {
+  if (input.pairs.length === 0) return { rows: 0, uid: null };
   if (!/^[A-Za-z0-9_]{1,20}$/.test(input.prefix)) throw new Error('bad table prefix');
+  const n = databaseNames(input.installId);
   await fs.mkdir(path.dirname(input.scriptPath), { recursive: true });
   await fs.writeFile(input.scriptPath, SCRIPT, { mode: 0o600 });
+  await fs.chmod(input.scriptPath, 0o600);
   const out = path.join(path.dirname(input.scriptPath), `.search-replace.${process.pid}.out`);
+  const password = randomBytes(24).toString('base64url');
+  const { target } = input.mariadb;
   try {
-    await run(PHP_CLI, [input.scriptPath], {
+    await input.mariadb.createRewriteAccount(n.rewriter, n.staging, password);
+    await run('runuser', ['-u', systemUser(input.installId), '--', PHP_CLI], {
       signal: input.signal,
+      stdin: input.scriptPath,
       stdout: out,
       env: {
         ...TOOL_ENV,
         HP_PAIRS: JSON.stringify(input.pairs),
         HP_PREFIX: input.prefix,
-        HP_DB_HOST: input.target.host,
-        HP_DB_PORT: String(input.target.port),
-        HP_DB_USER: input.target.user,
-        HP_DB_PASSWORD: input.target.password,
-        HP_DB_NAME: input.database,
+        HP_DB_HOST: target.host,
+        HP_DB_PORT: String(target.port),
+        HP_DB_USER: n.rewriter,
+        HP_DB_PASSWORD: password,
+        HP_DB_NAME: n.staging,
       },
     });
     const text = await fs.readFile(out, 'utf8');
-    return Number((JSON.parse(text.trim().split('\n').pop() ?? '{}') as { rows?: number }).rows ?? 0);
+    const report = JSON.parse(text.trim().split('\n').pop() ?? '{}') as { rows?: number; uid?: number };
+    return { rows: Number(report.rows ?? 0), uid: report.uid ?? null };
   } finally {
+    await input.mariadb.dropUser(n.rewriter);
     await fs.rm(out, { force: true });
   }
 }

@@ -227,18 +227,19 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
     },
 
     /**
-     * C1-C4: a copy's tables, loaded into `database` (the destination's staging one), get the
+     * C1-C4: a copy's tables, loaded into the destination's staging database, get the
      * destination's site URL (its primary's, as its routing last set it) wherever they hold one of
      * the source's host names (its default name and every domain its routing serves, serialized
      * values included).
      */
-    async rewriteUrls(source: InstallRef, destination: InstallRef, database: string, signal: AbortSignal) {
+    async rewriteUrls(source: InstallRef, destination: InstallRef, signal: AbortSignal) {
       const sourceNames = await nginx.servedNames(installSlug(source.id));
       sourceNames.add(new URL(siteUrl(source)).hostname);
       const url = (await nginx.siteUrlOf(installSlug(destination.id))) ?? siteUrl(destination);
+      // Issue 28 finding 10: as the destination's user, on its staging database only (search-replace.ts).
       return searchReplace({
-        target: ctx.mariadb.target,
-        database,
+        mariadb: ctx.mariadb,
+        installId: destination.id,
         prefix: TABLE_PREFIX,
         pairs: urlPairs([...sourceNames], { http: config.httpPort, https: config.httpsPort }, url),
         scriptPath: paths.searchReplace,
