@@ -80,8 +80,21 @@ export function layout(hostingRoot: string, web: boolean): [string, number][] {
   ];
 }
 
-/** Makes each directory of {@link layout} (root's) and sets its mode: at start and at provisioning. */
+/**
+ * Makes each directory of {@link layout} (root's) and sets its mode: at start and at provisioning.
+ * Directories above HOSTING_ROOT that do not exist yet (`/var/lib/hostplane`) are made passable
+ * (0711): made by a recursive mkdir under the worker's umask they would be 0700 and close it.
+ */
 export async function secureLayout(hostingRoot: string, web: boolean) {
+  const missing: string[] = [];
+  for (let p = path.dirname(path.resolve(hostingRoot)); !fs.existsSync(p); p = path.dirname(p))
+    missing.unshift(p);
+  for (const dir of missing) {
+    await fs.promises.mkdir(dir, { mode: 0o711 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+    await fs.promises.chmod(dir, 0o711);
+  }
   for (const [dir, mode] of layout(hostingRoot, web)) {
     await fs.promises.mkdir(dir, { recursive: true, mode });
     await fs.promises.chmod(dir, mode);
