@@ -213,6 +213,27 @@ echo json_encode([
     assert.deepEqual(Object.values(byB), ['DENIED']);
   });
 
+  it("issue 28 finding 4, installs made before the model: at start nginx's user joins their groups and an open document root gets 0750/0640 (as the install's user); nginx still serves them", async () => {
+    // A as an earlier version left it: its tree open to others, nginx's user not in its group.
+    execFileSync('chmod', ['-R', 'u=rwX,go=rX', aPaths.public]);
+    execFileSync('gpasswd', ['--delete', 'www-data', aUser], { stdio: 'ignore' });
+    assert.deepEqual(
+      Object.values(reach(bUser, [{ kind: 'read', path: path.join(aPaths.public, 'index.php') }])),
+      ['OK'],
+    );
+    await t.app.services.driver.start?.();
+    assert.ok(execFileSync('id', ['-nG', 'www-data'], { encoding: 'utf8' }).split(/\s+/).includes(aUser));
+    assert.equal((await fs.stat(aPaths.public)).mode & 0o777, 0o750);
+    assert.equal((await fs.stat(path.join(aPaths.public, 'index.php'))).mode & 0o777, 0o640);
+    assert.deepEqual(
+      Object.values(reach(bUser, [{ kind: 'read', path: path.join(aPaths.public, 'index.php') }])),
+      ['DENIED'],
+    );
+    // nginx was reloaded: its new workers read A's files through the group.
+    const readme = await until(port, a.cname, (r) => r?.status === 200, '/readme.html');
+    assert.equal(readme?.status, 200);
+  });
+
   it("issue 28 finding 5: serve makes DATA_DIR 0700 and B's PHP reads neither its secret-key nor the embedded database; the default HOSTING_ROOT is outside DATA_DIR", async () => {
     // A parent any user may pass, so only DATA_DIR's own mode can refuse.
     await fs.chmod(tmp, 0o711);
@@ -298,6 +319,21 @@ echo json_encode([
     });
     assert.equal(await doctor.exited, 1, doctor.output());
     assert.match(doctor.output(), new RegExp(`FAIL.*${closed}.*chmod o\\+x ${closed}`));
+    // serve (and worker) with the web tier refuse to start with the same reason.
+    const serve = runCli(['serve'], {
+      DATA_DIR: path.join(tmp, 'serve-data'),
+      PORT: '0',
+      HOSTING_DRIVER: 'local',
+      LOCAL_WEB: 'on',
+      HOSTING_ROOT: root,
+      MARIADB_URL,
+    });
+    children.push(serve.child);
+    assert.equal(await serve.exited, 1, serve.output());
+    assert.match(
+      serve.output(),
+      new RegExp(`not ready.*[\\s\\S]*${closed} \\(0700\\).*chmod o\\+x ${closed}`),
+    );
 
     const closedPort = await freePort();
     const t2 = await buildTestApp({
