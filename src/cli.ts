@@ -5,7 +5,7 @@ import { type Config, ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/client.js';
 import { migrateDatabase } from './db/migrate.js';
 import { PGLITE_TEMPLATE_DIR, writeTemplate } from './db/template.js';
-import { doctorChecks, doctorReport } from './drivers/local/doctor.js';
+import { doctorChecks, doctorReport, failing, systemProbe } from './drivers/local/doctor.js';
 import { createJobQueue } from './jobs/queue.js';
 import { openConfiguredDatabase, start } from './main.js';
 import { SeedFixture } from './modules/admin/admin.schemas.js';
@@ -93,9 +93,10 @@ async function buildTemplate() {
  * the table; `serve`/`api`/`worker` refuse to start with the same table before opening anything.
  */
 async function doctor(config: Config, refuse: boolean) {
-  const checks = await doctorChecks(config.driver);
+  // Issue 28: the modes only when asked (`doctor`): a start sets them itself.
+  const checks = await doctorChecks(config.driver, systemProbe, { dataDir: config.dataDir, modes: !refuse });
   const report = doctorReport(config.driver, checks);
-  const ok = checks.every((c) => c.ok);
+  const ok = !checks.some(failing);
   if (refuse) {
     if (!ok)
       throw new Error(`the hosting driver's system tools are not ready (hostplane doctor):\n${report}`);

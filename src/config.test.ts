@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, defaultHostingRoot, loadConfig } from './config.js';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -244,12 +246,26 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ JOB_HEARTBEAT_SECONDS: '5', JOB_LEASE_SECONDS: '10' }).jobs.leaseSeconds, 10);
   });
 
+  it('issue 28 finding 5: the default HOSTING_ROOT is outside DATA_DIR; one an earlier version filled inside it stays', () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-config-'));
+    try {
+      const dataDir = path.join(tmp, 'data');
+      assert.equal(defaultHostingRoot(dataDir, true), '/var/lib/hostplane/hosting');
+      assert.equal(defaultHostingRoot(dataDir, false), `${dataDir}-hosting`);
+      fs.mkdirSync(path.join(dataDir, 'hosting', 'installs'), { recursive: true });
+      assert.equal(defaultHostingRoot(dataDir, true), path.join(dataDir, 'hosting'));
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
   it('issue 16: HOSTING_DRIVER=local with its defaults, and its settings checked', () => {
     assert.equal(loadConfig({}).driver.kind, 'simulated');
     assert.equal(loadConfig({}).driver.local, null);
     const local = loadConfig({ HOSTING_DRIVER: 'local', DATA_DIR: '/srv/hp' }).driver;
     assert.deepEqual(local.local, {
-      hostingRoot: path.resolve('/srv/hp/hosting'),
+      // Issue 28: outside DATA_DIR (0700).
+      hostingRoot: process.getuid?.() === 0 ? '/var/lib/hostplane/hosting' : path.resolve('/srv/hp-hosting'),
       mariadbUrl: 'mysql://root@127.0.0.1:3306',
       maxHeavyOperations: 2,
       web: null,

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { DRIVER_OPERATIONS, type DriverOperation } from './drivers/driver.js';
@@ -189,7 +190,11 @@ export interface AuthLimitsConfig {
 
 /** The local hosting driver (drivers/local/). */
 export interface LocalDriverConfig {
-  /** `HOSTING_ROOT`, default `DATA_DIR/hosting`: installs/, backups/ and staging/ (absolute). */
+  /**
+   * `HOSTING_ROOT`: installs/, backups/ and staging/ (absolute). Default outside DATA_DIR (issue 28:
+   * DATA_DIR is 0700, the hosting root must be passable): `/var/lib/hostplane/hosting` as root,
+   * `<DATA_DIR>-hosting` otherwise; `DATA_DIR/hosting` when an earlier version made installs there.
+   */
   readonly hostingRoot: string;
   /** `MARIADB_URL`, default `mysql://root@127.0.0.1:3306`: an account allowed to create databases and users. */
   readonly mariadbUrl: string;
@@ -456,6 +461,18 @@ function acmeVars(env: Env, problems: string[]): LocalDriverConfig['acme'] {
   };
 }
 
+/**
+ * HOSTING_ROOT's default (docs/decisions.md #132): never inside DATA_DIR, which is 0700 (its secrets,
+ * the embedded database) while the install users and nginx must pass through the hosting root. An
+ * install tree an earlier version made at `DATA_DIR/hosting` keeps it there (DATA_DIR is then 0711:
+ * `hostplane doctor` says so and how to move it).
+ */
+export function defaultHostingRoot(dataDir: string, isRoot = process.getuid?.() === 0): string {
+  const legacy = path.join(dataDir, 'hosting');
+  if (fs.existsSync(path.join(legacy, 'installs'))) return legacy;
+  return isRoot ? '/var/lib/hostplane/hosting' : `${dataDir}-hosting`;
+}
+
 function driverVars(env: Env, dataDir: string, problems: string[]): Config['driver'] {
   const kind = enumVar(env, 'HOSTING_DRIVER', ['simulated', 'local'] as const, 'simulated', problems);
   const durations = Object.freeze(durationsVar(env, problems));
@@ -463,7 +480,7 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
   const mariadbUrl =
     urlVar(env, 'MARIADB_URL', ['mysql:', 'mariadb:'], problems) ?? 'mysql://root@127.0.0.1:3306';
   const local = Object.freeze({
-    hostingRoot: path.resolve(env.HOSTING_ROOT || path.join(dataDir, 'hosting')),
+    hostingRoot: path.resolve(env.HOSTING_ROOT || defaultHostingRoot(dataDir)),
     mariadbUrl,
     maxHeavyOperations: intVar(env, 'LOCAL_MAX_HEAVY_OPERATIONS', 2, 1, 64, problems),
     web:

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { count } from 'drizzle-orm';
 import { pino } from 'pino';
 import { buildApp, buildProbeApp } from './app.js';
@@ -85,6 +87,22 @@ export function errWithoutParams(err: Error): SerializedError {
   return out;
 }
 
+/**
+ * Issue 28 finding 5: DATA_DIR (its secret key, admin token, embedded database) made 0700 at every
+ * start. A HOSTING_ROOT inside it (set so, or made there by an earlier version) keeps it passable,
+ * 0711 (listable by no one else), as the install users and nginx must pass. Answers the mode set,
+ * or null when this process does not own DATA_DIR (its owner's mode is left alone).
+ */
+export function secureDataDir(config: Config): number | null {
+  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  if (fs.statSync(config.dataDir).uid !== process.getuid?.()) return null;
+  const root = config.driver.local?.hostingRoot;
+  const inside = root !== undefined && path.relative(config.dataDir, root).split(path.sep)[0] !== '..';
+  const mode = inside ? 0o711 : 0o700;
+  fs.chmodSync(config.dataDir, mode);
+  return mode;
+}
+
 /** `serve` = API + worker in one process (the only mode on PGlite); `api` and `worker` split them. */
 export type ProcessRole = 'serve' | 'api' | 'worker';
 
@@ -110,6 +128,10 @@ export function roleProblem(config: Config, role: ProcessRole): string | null {
 export async function start(config: Config, role: ProcessRole, print: (line: string) => void = console.log) {
   const problem = roleProblem(config, role);
   if (problem) throw new Error(problem);
+  // Issue 28: what this process writes (secrets, the embedded database, backups, the web tier's
+  // files) is its own unless a file is given a mode on purpose; DATA_DIR is no one else's.
+  process.umask(0o077);
+  const dataDirMode = secureDataDir(config);
   const logOptions = loggerOptions(config);
   const log = pino(logOptions);
   // One log line per database outage from all background loops of this process (jobs/outage.ts).
@@ -265,6 +287,10 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
   if (config.clockMode === 'manual')
     print(`Clock: manual (${clock.now().toISOString()}); move it with POST /admin/v1/clock`);
   print(`OpenAPI: ${base}/v1/swagger  docs: ${base}/docs`);
+  if (dataDirMode === 0o711)
+    print(
+      `DATA_DIR ${config.dataDir} stays passable (0711): HOSTING_ROOT is inside it; move it out (hostplane doctor)`,
+    );
   if (admin.generated)
     print(`Admin token (shown once, stored in ${config.dataDir}/admin-token): ${admin.value}`);
   if (demo) {

@@ -86,7 +86,16 @@ export function createJobRunner({ queue, handlers, sweep, log, workerId, outage 
       lastAttempt: job.retryCount >= job.retryLimit,
       signal: controller.signal,
     };
-    await handler.run(job.data as never, ctx);
+    try {
+      await handler.run(job.data as never, ctx);
+    } catch (err) {
+      // A failure the handler marks final (a DriverError a retry cannot change: issue 29 defect 2)
+      // spends no retry: the job ends now through its dead-letter handler, with its reason.
+      if (!(err instanceof Error && (err as { final?: unknown }).final === true) || controller.signal.aborted)
+        throw err;
+      log.warn({ err, job: job.id, queue: queueName }, 'job failed for good: no retry can change it');
+      await handler.exhausted(job.data as never, err.message);
+    }
   }
 
   /**

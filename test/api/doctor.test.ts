@@ -71,7 +71,9 @@ describe('hostplane doctor (issue 21)', { skip: canUnshare ? false : 'needs root
       encoding: 'utf8',
     });
     assert.equal(result.status, 0, `${result.stdout}${result.stderr}`);
-    assert.match(result.stdout, /all 14 checks pass/);
+    // Issue 28: the file checks too (HOSTING_ROOT passable, DATA_DIR, modes; nosuid may only warn).
+    assert.match(result.stdout, /all 19 checks pass/);
+    assert.match(result.stdout, /^ok\s+HOSTING_ROOT passable by the install users and nginx/m);
     assert.doesNotMatch(result.stdout, /apt-get/);
   });
 

@@ -65,8 +65,11 @@ export async function writeChallengeToken(
 ): Promise<void> {
   const file = tokenFile(hostingRoot, installId, token);
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
+  // Explicit modes: the worker's umask (077, issue 28) would keep nginx's workers out.
+  await fs.chmod(path.dirname(file), 0o755);
   const temp = `${file}.tmp`;
   await fs.writeFile(temp, keyAuthorization, { mode: 0o644 });
+  await fs.chmod(temp, 0o644);
   await fs.rename(temp, file);
 }
 

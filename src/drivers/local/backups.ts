@@ -52,7 +52,11 @@ export function backupOperations(
     // Written under a temporary name, renamed when complete: a crash leaves only the temporary one.
     const tmp = path.join(paths.backups, `.tmp-${keySlug(key)}`);
     await files.remove(tmp);
-    await fs.mkdir(tmp, { recursive: true });
+    // Issue 28: backups are root's only (directories 0700, files 0600): they hold wp-config.php.
+    for (const dir of [path.dirname(paths.backups), paths.backups, tmp]) {
+      await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+      await fs.chmod(dir, 0o700);
+    }
     const n = databaseNames(install.id);
     const archive = path.join(tmp, FILES_ARCHIVE);
     const dump = path.join(tmp, DB_DUMP);
@@ -86,7 +90,8 @@ export function backupOperations(
       },
       database: { dump: DB_DUMP, dump_bytes: dumpStat.size, sha256: dumpSum, tables },
     };
-    await fs.writeFile(path.join(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+    await fs.writeFile(path.join(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+    for (const name of [FILES_ARCHIVE, DB_DUMP, MANIFEST]) await fs.chmod(path.join(tmp, name), 0o600);
     await fs.rename(tmp, dir);
     return snapshotOf(manifest, location);
   }

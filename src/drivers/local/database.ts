@@ -19,6 +19,12 @@ export function ident(name: string): string {
   return `\`${name}\``;
 }
 
+/** A database name as a GRANT matches it: `_` escaped (it is a LIKE wildcard there), quoted. */
+export function grantIdent(name: string): string {
+  ident(name);
+  return `\`${name.replace(/_/g, '\\_')}\``;
+}
+
 /**
  * Issue 28 finding 7: a table (or trigger) name as MariaDB allows it, quoted: 1 to 64 characters, any
  * but NUL and those outside the Basic Multilingual Plane (MariaDB refuses both in identifiers), not
@@ -141,7 +147,14 @@ export function createMariaDb(url: string) {
       );
       await exec(`CREATE USER IF NOT EXISTS ${ident(user)}@'%' IDENTIFIED BY ?`, [password]);
       await exec(`ALTER USER ${ident(user)}@'%' IDENTIFIED BY ?`, [password]);
-      await exec(`GRANT ALL PRIVILEGES ON ${ident(db)}.* TO ${ident(user)}@'%'`);
+      // Issue 28 finding 10: in a GRANT's database name `_` is a LIKE wildcard (`hp_<hex>` also
+      // matched `hp0<hex>`...): escaped, the grant names this database only. A grant made before
+      // (unescaped) is revoked, so re-provisioning an existing install fixes it.
+      await exec(`GRANT ALL PRIVILEGES ON ${grantIdent(db)}.* TO ${ident(user)}@'%'`);
+      await exec(`REVOKE ALL PRIVILEGES ON ${ident(db)}.* FROM ${ident(user)}@'%'`).catch((err: unknown) => {
+        // ER_NONEXISTING_GRANT: there was no wildcard grant.
+        if ((err as { errno?: number }).errno !== 1141) throw err;
+      });
     },
 
     async dropAccount(db: string, user: string) {

@@ -1,11 +1,22 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../config.js';
-import { type DoctorProbe, doctorChecks, doctorReport, missingPackages } from './doctor.js';
+import { type DoctorProbe, doctorChecks, doctorReport, failing, missingPackages } from './doctor.js';
 
 /** A machine where every tool answers, except the commands and paths named missing. */
-function fakeProbe(missing: string[], root = true): DoctorProbe {
+function fakeProbe(
+  missing: string[],
+  root = true,
+  files: { modes?: Record<string, number>; dirs?: Record<string, string[]>; mounts?: string } = {},
+): DoctorProbe {
   return {
+    stat: (p) => {
+      // The hosting root's own paths exist only when given; what is above it is 0755.
+      const mode = files.modes?.[p] ?? (p.startsWith('/srv/hosting') ? null : 0o755);
+      return mode === null ? null : { mode, uid: 0 };
+    },
+    list: (dir) => files.dirs?.[dir] ?? [],
+    mountInfo: () => files.mounts ?? '22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n',
     output: async (command, args) => {
       if (missing.includes(command)) throw new Error('not found');
       if (args.includes('-m')) return missing.includes('mysqli') ? 'Core\npdo\n' : 'Core\nmysqli\n';
@@ -16,8 +27,13 @@ function fakeProbe(missing: string[], root = true): DoctorProbe {
   };
 }
 
-const local = (web: boolean) =>
-  loadConfig({ DATA_DIR: '/tmp/x', HOSTING_DRIVER: 'local', ...(web && { LOCAL_WEB: 'on' }) }).driver;
+const local = (web: boolean, root = '/srv/hosting') =>
+  loadConfig({
+    DATA_DIR: '/tmp/x',
+    HOSTING_DRIVER: 'local',
+    HOSTING_ROOT: root,
+    ...(web && { LOCAL_WEB: 'on' }),
+  }).driver;
 
 describe('hostplane doctor checks (issue 21)', () => {
   it('missing nginx fails its check and names the nginx package in the apt-get line', async () => {
@@ -69,5 +85,82 @@ describe('hostplane doctor checks (issue 21)', () => {
     const driver = loadConfig({ DATA_DIR: '/tmp/x' }).driver;
     assert.deepEqual(await doctorChecks(driver, fakeProbe(['tar'])), []);
     assert.match(doctorReport(driver, []), /needs no system tools/);
+  });
+
+  it('issue 29 defect 2: a directory above HOSTING_ROOT others cannot pass fails, naming it and the fix', async () => {
+    const checks = await doctorChecks(
+      local(true, '/tmp/closed/hosting'),
+      fakeProbe([], true, { modes: { '/tmp/closed': 0o700 } }),
+    );
+    const pass = checks.find((c) => c.name.startsWith('HOSTING_ROOT passable'));
+    assert.equal(pass?.ok, false);
+    assert.match(pass?.detail ?? '', /\/tmp\/closed \(0700\).*chmod o\+x \/tmp\/closed/);
+    assert.deepEqual(
+      checks.filter(failing).map((c) => c.name),
+      [pass?.name],
+    );
+    // Without LOCAL_WEB no install user needs to pass.
+    const files = await doctorChecks(
+      local(false, '/tmp/closed/hosting'),
+      fakeProbe([], true, { modes: { '/tmp/closed': 0o700 } }),
+    );
+    assert.ok(files.every((c) => c.ok));
+  });
+
+  it('issue 28: with modes, DATA_DIR, backups, logs and install trees too open fail; HOSTING_ROOT without nosuid warns and says how', async () => {
+    const root = '/srv/hosting';
+    const slug = `hp_${'a'.repeat(32)}`;
+    const probe = fakeProbe([], true, {
+      modes: {
+        '/tmp/x': 0o755,
+        [`${root}/backups`]: 0o755,
+        [`${root}/web/logs`]: 0o755,
+        [`${root}/installs/${slug}/public`]: 0o755,
+      },
+      dirs: { [`${root}/installs`]: [slug, 'not-an-install'] },
+    });
+    const checks = await doctorChecks(local(true, root), probe, { dataDir: '/tmp/x', modes: true });
+    const named = (prefix: string) => checks.find((c) => c.name.startsWith(prefix));
+    assert.match(named('DATA_DIR')?.detail ?? '', /0755: chmod 700 \/tmp\/x/);
+    assert.equal(named('DATA_DIR')?.ok, false);
+    const modes = named('HOSTING_ROOT modes');
+    assert.equal(modes?.ok, false);
+    assert.match(modes?.detail ?? '', /backups is 0755 \(want 0700\)/);
+    assert.match(modes?.detail ?? '', /logs is 0755 \(want 0700\)/);
+    assert.match(modes?.detail ?? '', new RegExp(`${slug}/public is 0755`));
+    const nosuid = named('HOSTING_ROOT mounted nosuid');
+    assert.equal(nosuid?.warning, true);
+    assert.match(nosuid?.detail ?? '', /mount -o remount,bind,nosuid,nodev \/srv\/hosting/);
+    const report = doctorReport(local(true, root), checks);
+    assert.match(report, /^WARN\s+HOSTING_ROOT mounted nosuid/m);
+    assert.match(report, /2 of \d+ checks fail \(1 warning\)$/m);
+    assert.deepEqual(missingPackages(checks), []);
+
+    // The same machine as the tenant model wants it: everything passes, nosuid on its own mount.
+    const good = fakeProbe([], true, {
+      modes: {
+        '/tmp/x': 0o700,
+        [root]: 0o711,
+        [`${root}/backups`]: 0o700,
+        [`${root}/staging`]: 0o711,
+        [`${root}/web/logs`]: 0o700,
+        [`${root}/web/sites`]: 0o700,
+        [`${root}/web/pools`]: 0o700,
+        [`${root}/web`]: 0o711,
+        [`${root}/web/run`]: 0o711,
+        [`${root}/web/tmp`]: 0o711,
+        [`${root}/web/cache`]: 0o711,
+        [`${root}/installs`]: 0o711,
+        [`${root}/installs/${slug}/public`]: 0o750,
+      },
+      dirs: { [`${root}/installs`]: [slug] },
+      mounts:
+        '22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n40 22 8:2 / /srv/hosting rw,nosuid,nodev - ext4 /dev/sda2 rw\n',
+    });
+    const fine = await doctorChecks(local(true, root), good, { dataDir: '/tmp/x', modes: true });
+    assert.deepEqual(
+      fine.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`),
+      [],
+    );
   });
 });

@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Config } from '../../config.js';
 import { parseMariaDbUrl } from './database.js';
+import { closedMessage, closedParents, modeProblems, nosuidOf, type StatOf, statOf } from './modes.js';
 import { PHP_FPM } from './php-fpm.js';
 import { TOOL_PATH } from './run.js';
 import { NGINX } from './webserver.js';
@@ -21,6 +23,8 @@ export interface DoctorCheck {
   readonly detail: string;
   /** The Debian package that provides it, or null when installing a package is not the fix. */
   readonly debianPackage: string | null;
+  /** Not ok, but nothing fails for it (issue 28: HOSTING_ROOT not mounted nosuid): said, not refused. */
+  readonly warning?: boolean;
 }
 
 /** How the checks reach the machine; tests pass a fake one. */
@@ -29,6 +33,12 @@ export interface DoctorProbe {
   output(command: string, args: string[], env?: Record<string, string>): Promise<string>;
   exists(path: string): boolean;
   isRoot(): boolean;
+  /** A path's mode and owner (null: none). */
+  stat: StatOf;
+  /** A directory's entries (none when it does not exist). */
+  list(dir: string): string[];
+  /** The text of /proc/self/mountinfo. */
+  mountInfo(): string;
 }
 
 export const systemProbe: DoctorProbe = {
@@ -53,6 +63,21 @@ export const systemProbe: DoctorProbe = {
     }),
   exists: (path) => fs.existsSync(path),
   isRoot: () => process.getuid?.() === 0,
+  stat: statOf,
+  list: (dir) => {
+    try {
+      return fs.readdirSync(dir);
+    } catch {
+      return [];
+    }
+  },
+  mountInfo: () => {
+    try {
+      return fs.readFileSync('/proc/self/mountinfo', 'utf8');
+    } catch {
+      return '';
+    }
+  },
 };
 
 const firstLine = (text: string) => text.trim().split('\n')[0]?.slice(0, 120) ?? '';
@@ -76,10 +101,79 @@ async function tool(
   }
 }
 
+/**
+ * Issue 28 and issue 29 defect 2: the file side. The directories above HOSTING_ROOT must let the
+ * install users and nginx pass (checked at every start too); with `modes` (`hostplane doctor`, not
+ * the start, which sets them itself) DATA_DIR 0700, the root-owned layout of HOSTING_ROOT (backups
+ * and logs root-only), the install trees closed to others, and whether HOSTING_ROOT is mounted nosuid.
+ */
+function fileChecks(
+  local: NonNullable<Config['driver']['local']>,
+  probe: DoctorProbe,
+  options: { dataDir?: string; modes?: boolean },
+): DoctorCheck[] {
+  const web = local.web !== null;
+  const root = local.hostingRoot;
+  const checks: DoctorCheck[] = [];
+  if (web) {
+    const closed = closedParents(root, probe.stat);
+    checks.push({
+      name: 'HOSTING_ROOT passable by the install users and nginx',
+      ok: closed.length === 0,
+      detail: closed.length === 0 ? `every directory above ${root} has o+x` : closedMessage(root, closed),
+      debianPackage: null,
+    });
+  }
+  if (!options.modes) return checks;
+  if (options.dataDir !== undefined) {
+    const s = probe.stat(options.dataDir);
+    const inside = path.relative(options.dataDir, root).split(path.sep)[0] !== '..';
+    const want = inside ? 0o711 : 0o700;
+    const ok = s === null || (s.mode & 0o777 & ~want) === 0;
+    checks.push({
+      name: 'DATA_DIR closed to other users (secret key, admin token, database)',
+      ok: ok && !inside,
+      warning: ok && inside,
+      detail: !ok
+        ? `${options.dataDir} is 0${((s?.mode ?? 0) & 0o777).toString(8)}: chmod 700 ${options.dataDir} (hostplane serve sets it at start)`
+        : inside
+          ? `HOSTING_ROOT ${root} is inside DATA_DIR, which must stay passable (0711): move it out (stop, mv, set HOSTING_ROOT)`
+          : s === null
+            ? `${options.dataDir} not made yet (made 0700 at start)`
+            : `${options.dataDir} is 0${(s.mode & 0o777).toString(8)}`,
+      debianPackage: null,
+    });
+  }
+  const problems = modeProblems(root, web, probe.stat, probe.list);
+  checks.push({
+    name: 'HOSTING_ROOT modes (backups and logs root-only, install trees closed to others)',
+    ok: problems.length === 0,
+    detail:
+      problems.length === 0
+        ? `${root}: as the tenant model says`
+        : `${problems.slice(0, 3).join('; ')}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ''}: hostplane serve sets the root-owned ones at start, an install's tree at its next provisioning`,
+    debianPackage: null,
+  });
+  let existing = root;
+  while (!probe.exists(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
+  const mount = nosuidOf(probe.mountInfo(), existing);
+  checks.push({
+    name: 'HOSTING_ROOT mounted nosuid',
+    ok: mount?.nosuid === true,
+    warning: mount?.nosuid !== true,
+    detail: mount?.nosuid
+      ? `${mount.mountPoint} is mounted nosuid`
+      : `${mount?.mountPoint ?? root} is not mounted nosuid: a setuid file in a tenant's tree would run with its owner's rights; mount HOSTING_ROOT with the nosuid (and nodev) option, e.g. its own filesystem in /etc/fstab, or mount --bind ${root} ${root} && mount -o remount,bind,nosuid,nodev ${root}`,
+    debianPackage: null,
+  });
+  return checks;
+}
+
 /** The checks of the configured driver: none for the simulated driver. */
 export async function doctorChecks(
   driver: Config['driver'],
   probe: DoctorProbe = systemProbe,
+  options: { dataDir?: string; modes?: boolean } = {},
 ): Promise<DoctorCheck[]> {
   const local = driver.local;
   if (driver.kind !== 'local' || !local) return [];
@@ -150,10 +244,14 @@ export async function doctorChecks(
       tool(probe, 'userdel', 'passwd', 'userdel', ['--help']),
       tool(probe, 'runuser', 'util-linux', 'runuser', ['--version']),
       tool(probe, 'chown', 'coreutils', 'chown', ['--version']),
+      tool(probe, 'usermod (nginx joins the install groups)', 'passwd', 'usermod', ['--help']),
     );
   }
-  return Promise.all(checks);
+  return [...(await Promise.all(checks)), ...fileChecks(local, probe, options)];
 }
+
+/** A check that fails (a warning does not). */
+export const failing = (c: DoctorCheck) => !c.ok && !c.warning;
 
 /** The Debian packages of the failed checks, each once, in check order. */
 export function missingPackages(checks: readonly DoctorCheck[]): string[] {
@@ -164,12 +262,16 @@ export function missingPackages(checks: readonly DoctorCheck[]): string[] {
 export function doctorReport(driver: Config['driver'], checks: readonly DoctorCheck[]): string {
   if (driver.kind !== 'local') return `hosting driver ${driver.kind}: needs no system tools`;
   const width = Math.max(...checks.map((c) => c.name.length));
-  const lines = checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(width)}  ${c.detail}`);
-  const failed = checks.filter((c) => !c.ok).length;
+  const lines = checks.map(
+    (c) => `${c.ok ? 'ok  ' : c.warning ? 'WARN' : 'FAIL'}  ${c.name.padEnd(width)}  ${c.detail}`,
+  );
+  const failed = checks.filter(failing).length;
+  const warned = checks.filter((c) => !c.ok && c.warning).length;
+  const warnings = warned === 0 ? '' : ` (${warned} warning${warned === 1 ? '' : 's'})`;
   lines.push(
     failed === 0
-      ? `hosting driver local${driver.local?.web ? ' (LOCAL_WEB=on)' : ''}: all ${checks.length} checks pass`
-      : `hosting driver local: ${failed} of ${checks.length} checks fail`,
+      ? `hosting driver local${driver.local?.web ? ' (LOCAL_WEB=on)' : ''}: all ${checks.length} checks pass${warnings}`
+      : `hosting driver local: ${failed} of ${checks.length} checks fail${warnings}`,
   );
   const packages = missingPackages(checks);
   if (packages.length) lines.push(`install the missing packages: apt-get install -y ${packages.join(' ')}`);

@@ -19,6 +19,7 @@ import type { MariaDb } from './database.js';
 import * as files from './files.js';
 import { accountOf, installOperations } from './installs.js';
 import * as repo from './local.repo.js';
+import { secureLayout } from './modes.js';
 import { databaseNames, pathsOf } from './names.js';
 import { createTaskRunner } from './tasks.js';
 import { createWebTier, type WebConfig } from './web.js';
@@ -162,7 +163,9 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     }),
 
     start: async () => {
-      await ctx.web?.start();
+      // Issue 28: HOSTING_ROOT's root-owned layout with its modes (the web tier's too, with it).
+      if (ctx.web) await ctx.web.start();
+      else await secureLayout(hostingRoot, false);
     },
 
     close: () => mariadb.close(),

@@ -6,6 +6,7 @@ import { forgetInstall } from './acme.js';
 import type { LocalContext } from './context.js';
 import * as files from './files.js';
 import * as repo from './local.repo.js';
+import { secureLayout } from './modes.js';
 import { databaseNames, pathsOf } from './names.js';
 
 /**
@@ -60,6 +61,8 @@ export function installOperations(
       const acc = await accountOf(ctx, install.id);
       if (!acc) throw new Error('the install account vanished');
       await mariadb.createAccount(n.db, n.user, acc.password);
+      // Issue 28: HOSTING_ROOT's own directories with their modes before an install's are made in it.
+      await secureLayout(hostingRoot, ctx.web !== null);
       await files.createInstallDirs(paths);
       // Issue 21: WordPress installed and served (its PHP's version is the one that serves it).
       const served = ctx.web

@@ -2,8 +2,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as files from './files.js';
 import { configPath, type WebPaths } from './names.js';
-import { run, TOOL_ENV } from './run.js';
+import { run, TOOL_ENV, ToolError } from './run.js';
 import { livePid, reloadOrStart, signalDaemon } from './supervise.js';
+import { INSTALL_UMASK } from './wordpress.js';
 
 /**
  * PHP-FPM for the local driver's installs (issue 21): a private master (`php-fpm8.2 -y`) reading
@@ -24,6 +25,29 @@ export interface Pool {
   /** A scratch directory of the install's (uploads, sessions). */
   tmp: string;
 }
+
+/**
+ * Issue 28: what a pool's PHP may not call. Defence in depth only: the install's uid is the boundary
+ * (what these would run, the site's PHP could do as the same user anyway); they take the shell away
+ * from the common web shells and exploit kits.
+ */
+export const DISABLED_FUNCTIONS = [
+  'exec',
+  'shell_exec',
+  'system',
+  'passthru',
+  'proc_open',
+  'popen',
+  'pcntl_exec',
+  'pcntl_fork',
+  'pcntl_rfork',
+  'pcntl_signal',
+  'pcntl_alarm',
+  'pcntl_waitpid',
+  'pcntl_wait',
+  'pcntl_unshare',
+  'pcntl_setpriority',
+] as const;
 
 export function poolConf(pool: Pool): string {
   if (!/^hp_[0-9a-f]{32}$/.test(pool.slug)) throw new Error(`not an install slug: ${pool.slug}`);
@@ -46,6 +70,7 @@ php_admin_value[upload_tmp_dir] = ${tmp}
 php_admin_value[session.save_path] = ${tmp}
 php_admin_value[sys_temp_dir] = ${tmp}
 php_admin_value[memory_limit] = 256M
+php_admin_value[disable_functions] = ${DISABLED_FUNCTIONS.join(',')}
 `;
 }
 
@@ -84,6 +109,9 @@ include = ${poolsDir}/*.conf
       PHP_FPM,
       ['-y', paths.fpmConf],
       path.join(paths.logs, 'php-fpm-start.log'),
+      // Issue 28: the pools' children inherit it: what the site's PHP writes is 0640/0750, readable
+      // by nginx's workers (members of the install's group), by no other install.
+      INSTALL_UMASK,
     );
   }
 
@@ -100,7 +128,8 @@ include = ${poolsDir}/*.conf
           const conf = path.join(dir, 'php-fpm.main');
           await fs.writeFile(conf, global(dir));
           await run(PHP_FPM, ['-t', '-y', conf], { signal, env: TOOL_ENV }).catch((err: Error) => {
-            throw new Error(`php-fpm refused the pool of ${pool.slug}: ${err.message}`);
+            // A refused configuration: a retry writes the same one (issue 29 defect 2).
+            throw new ToolError(`php-fpm refused the pool of ${pool.slug}: ${err.message}`, true);
           });
         } finally {
           await files.remove(dir);

@@ -76,3 +76,40 @@ describe("allOrAbort (local driver: processes side by side, e.g. a backup's tar 
     assert.equal(ran, true);
   });
 });
+
+describe('run: a failed tool says why (issue 29 defect 2)', () => {
+  const env = { PATH: '/usr/bin:/bin' };
+  it("carries the end of the tool's stdout and stderr, and marks a permission refusal final", async () => {
+    // PHP says on stdout that it cannot open its script (what a HOSTING_ROOT nobody can pass gave).
+    await assert.rejects(
+      run('/usr/bin/php8.2', ['/nonexistent/x.php'], { signal: AbortSignal.timeout(10_000), env }),
+      (err: Error & { final?: boolean }) => {
+        assert.match(err.message, /php8\.2 exited 1: Could not open input file: \/nonexistent\/x\.php/);
+        assert.equal(err.final, true);
+        return true;
+      },
+    );
+    await assert.rejects(
+      run('sh', ['-c', 'for i in 1 2 3 4 5 6 7; do echo line $i >&2; done; exit 3'], {
+        signal: AbortSignal.timeout(10_000),
+        env,
+      }),
+      (err: Error & { final?: boolean }) => {
+        assert.equal(err.message, 'sh exited 3: line 3 | line 4 | line 5 | line 6 | line 7');
+        assert.equal(err.final, false, 'an ordinary failure may be retried');
+        return true;
+      },
+    );
+  });
+
+  it('a tool that is not installed is final', async () => {
+    await assert.rejects(
+      run('/usr/bin/no-such-tool', [], { signal: AbortSignal.timeout(10_000), env }),
+      (err: Error & { final?: boolean }) => {
+        assert.match(err.message, /not found \(is its package installed\?\)/);
+        assert.equal(err.final, true);
+        return true;
+      },
+    );
+  });
+});

@@ -8,37 +8,110 @@ import fs from 'node:fs/promises';
  * job's signal.
  */
 
-/** Runs a tool with an argument array (no shell); rejects with its stderr when it fails. */
+/**
+ * A tool that failed (issue 29 defect 2): its message carries the last lines of what it said (stderr,
+ * and stdout when it was not asked for: PHP writes its errors there), and `final` says a retry cannot
+ * change the outcome (a permission refused, a tool not installed, a configuration refused): the
+ * operation ends at once with that reason instead of spending its retries (tasks.ts, DriverError).
+ */
+export class ToolError extends Error {
+  constructor(
+    message: string,
+    readonly final = false,
+  ) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
+
+/** What in a tool's output says a retry cannot help (permissions; PHP's unreadable script). */
+const UNCHANGEABLE =
+  /permission denied|operation not permitted|could not open input file|read-only file system/i;
+
+/** Whether an error (a tool's, or a Node file operation's) is one a retry cannot change. */
+export function isFinal(err: unknown): boolean {
+  if ((err as { final?: unknown }).final === true) return true;
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'EACCES' || code === 'EPERM' || code === 'EROFS';
+}
+
+/** The last `lines` non-empty lines of a tool's output, joined with ` | ` (at most 600 characters). */
+export function lastLines(text: string, lines = 5): string {
+  const kept = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(-lines)
+    .join(' | ');
+  return kept.length > 600 ? `...${kept.slice(-600)}` : kept;
+}
+
+/** Keeps the last `limit` characters of a stream's text (a tool's errors come at its end). */
+function tail(limit: number) {
+  let text = '';
+  return {
+    add(chunk: Buffer) {
+      text += chunk.toString('utf8');
+      if (text.length > limit * 2) text = text.slice(-limit);
+    },
+    text: () => text.slice(-limit),
+  };
+}
+
+/**
+ * Runs a tool with an argument array (no shell); rejects with a {@link ToolError} carrying the end of
+ * its output when it fails. `umask`: the child's (issue 28: the worker runs with 077, what an install's
+ * user runs gets 027 so the web server's group reads what it writes).
+ */
 export function run(
   command: string,
   args: string[],
-  options: { signal: AbortSignal; env?: NodeJS.ProcessEnv; stdin?: string; stdout?: string },
+  options: { signal: AbortSignal; env?: NodeJS.ProcessEnv; stdin?: string; stdout?: string; umask?: number },
 ): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      signal: options.signal,
-      env: options.env ?? {},
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < 4096) stderr += chunk.toString('utf8');
-    });
+    // The umask is the process's: set around the (synchronous) fork only, then restored.
+    const previous = options.umask === undefined ? null : process.umask(options.umask);
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(command, args, {
+        signal: options.signal,
+        env: options.env ?? {},
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+    } finally {
+      if (previous !== null) process.umask(previous);
+    }
+    const stderr = tail(4096);
+    const stdout = tail(4096);
+    child.stderr?.on('data', stderr.add);
+    const out = child.stdout as NodeJS.ReadableStream;
+    if (!options.stdout) out.on('data', stdout.add);
     const done = Promise.all([
-      options.stdout ? pipeTo(child.stdout, options.stdout) : drain(child.stdout),
-      options.stdin ? pipeFrom(options.stdin, child.stdin) : Promise.resolve(child.stdin.end()),
+      options.stdout ? pipeTo(out, options.stdout) : drain(out),
+      options.stdin
+        ? pipeFrom(options.stdin, child.stdin as NodeJS.WritableStream)
+        : Promise.resolve(child.stdin?.end()),
     ]);
-    child.on('error', (err) => {
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      // A tool that is not installed: no retry installs it.
+      const failure =
+        err.code === 'ENOENT' ? new ToolError(`${command} not found (is its package installed?)`, true) : err;
       // Aborted (the job's signal): answered once the process has really stopped, so nothing is
       // left writing into a directory a retry is about to remove. A spawn that failed has no pid.
       if (child.pid !== undefined && child.exitCode === null && child.signalCode === null)
-        child.once('close', () => reject(err));
-      else reject(err);
+        child.once('close', () => reject(failure));
+      else reject(failure);
     });
     child.on('close', (code, signal) => {
       done.then(() => {
-        if (code === 0) resolve();
-        else reject(new Error(`${command} exited ${code ?? signal}: ${stderr.trim().slice(0, 500)}`));
+        if (code === 0) return resolve();
+        const said = lastLines(`${stdout.text()}\n${stderr.text()}`);
+        reject(
+          new ToolError(
+            `${command} exited ${code ?? signal}: ${said || '(no output)'}`,
+            UNCHANGEABLE.test(said),
+          ),
+        );
       }, reject);
     });
   });
@@ -59,7 +132,12 @@ export const TOOL_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 export const TOOL_ENV = Object.freeze({ PATH: TOOL_PATH });
 
 async function drain(readable: NodeJS.ReadableStream) {
-  for await (const _ of readable);
+  readable.resume();
+  await new Promise<void>((resolve, reject) => {
+    readable.once('end', resolve);
+    readable.once('close', resolve);
+    readable.once('error', reject);
+  });
 }
 
 async function pipeFrom(file: string, writable: NodeJS.WritableStream) {
@@ -71,15 +149,11 @@ async function pipeFrom(file: string, writable: NodeJS.WritableStream) {
 export function output(command: string, args: string[], signal: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { signal, env: TOOL_ENV }, (err, stdout, stderr) => {
-      if (err)
-        reject(
-          new Error(
-            `${command} failed: ${String(stderr || err.message)
-              .trim()
-              .slice(0, 500)}`,
-          ),
-        );
-      else resolve(stdout);
+      if (!err) return resolve(stdout);
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+        return reject(new ToolError(`${command} not found (is its package installed?)`, true));
+      const said = lastLines(String(stderr || err.message));
+      reject(new ToolError(`${command} failed: ${said}`, UNCHANGEABLE.test(said)));
     });
   });
 }

@@ -30,14 +30,24 @@ export async function livePid(pidFile: string): Promise<number | null> {
  * Runs a daemon's start command and waits for it to exit (the daemon forks and its parent returns);
  * stdout and stderr go to `logFile`, whose end is in the error when the start fails.
  */
-export async function startDaemon(command: string, args: string[], logFile: string, pidFile: string) {
+export async function startDaemon(
+  command: string,
+  args: string[],
+  logFile: string,
+  pidFile: string,
+  umask?: number,
+) {
   const log = await fs.open(logFile, 'a', 0o600);
   try {
     const code = await new Promise<number | string>((resolve, reject) => {
-      const child = spawn(command, args, {
-        stdio: ['ignore', log.fd, log.fd],
-        env: TOOL_ENV,
-      });
+      // The daemon's umask (issue 28: PHP-FPM's, which its pools inherit), set around the fork only.
+      const previous = umask === undefined ? null : process.umask(umask);
+      let child: ReturnType<typeof spawn>;
+      try {
+        child = spawn(command, args, { stdio: ['ignore', log.fd, log.fd], env: TOOL_ENV });
+      } finally {
+        if (previous !== null) process.umask(previous);
+      }
       child.on('error', reject);
       child.on('exit', (c, signal) => resolve(c ?? String(signal)));
     });
@@ -76,7 +86,8 @@ export async function reloadOrStart(
   command: string,
   args: string[],
   logFile: string,
+  umask?: number,
 ): Promise<void> {
   if (await signalDaemon(pidFile, signal)) return;
-  await startDaemon(command, args, logFile, pidFile);
+  await startDaemon(command, args, logFile, pidFile, umask);
 }

@@ -5,6 +5,7 @@ import { type CallContext, DriverError, type DriverOperation, type DriverResult 
 import { TASK_RESULTS, type TaskResult, taskResults } from '../task-results.js';
 import { createLimiter } from './limiter.js';
 import * as repo from './local.repo.js';
+import { isFinal } from './run.js';
 
 /**
  * What a local task records: the interface's answer for its kind (task-results.ts), but provisioning
@@ -82,7 +83,9 @@ export function createTaskRunner({ db, clock, maxHeavy }: { db: Db; clock: Clock
       return { done: true, value };
     } catch (err) {
       if (err instanceof DriverError) throw err;
-      throw new DriverError(operation, `local ${operation} failed: ${(err as Error).message}`);
+      // Issue 29 defect 2: a failure a retry cannot change (a permission, a missing tool, a refused
+      // configuration) is final: the operation ends now with its reason.
+      throw new DriverError(operation, `local ${operation} failed: ${(err as Error).message}`, isFinal(err));
     }
   };
 }

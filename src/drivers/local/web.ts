@@ -7,9 +7,12 @@ import { rollLog } from './access-log.js';
 import type { MariaDb } from './database.js';
 import * as files from './files.js';
 import * as repo from './local.repo.js';
+import { closedMessage, closedParents, secureLayout } from './modes.js';
 import { hostName, installSlug, pathsOf, serverName, systemUser, webPaths } from './names.js';
 import { createPhpFpm } from './php-fpm.js';
+import { ToolError } from './run.js';
 import { searchReplace, urlPairs } from './search-replace.js';
+import { signalDaemon } from './supervise.js';
 import { createWebServer, type ServerBlock } from './webserver.js';
 import * as wordpress from './wordpress.js';
 
@@ -108,6 +111,43 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
     for (const name of await fs.readdir(tls).catch(() => [] as string[]))
       if (!wanted.has(name)) await fs.rm(path.join(tls, name), { force: true });
   }
+  /**
+   * Issue 28, installs made before the tenant model, at start: nginx's user joins each install's
+   * group, each install's own directory is 0711 again, and a document root others can still read gets
+   * the model's modes (chmod run as the install's user; one that fails is left to `hostplane doctor`,
+   * which lists it, and to the install's next provisioning). Answers whether a group was joined.
+   */
+  async function adoptExistingInstalls(): Promise<boolean> {
+    const installs = path.join(ctx.hostingRoot, 'installs');
+    const groups: string[] = [];
+    for (const name of await fs.readdir(installs).catch(() => [] as string[])) {
+      if (!/^hp_[0-9a-f]{32}$/.test(name)) continue;
+      await fs.chmod(path.join(installs, name), 0o711);
+      const user = name.replace('hp_', 'hp').slice(0, 32);
+      if (!(await wordpress.userExists(user))) continue;
+      groups.push(user);
+      const dirs = {
+        public: path.join(installs, name, 'public'),
+        private: path.join(installs, name, 'private'),
+      };
+      const open = await fs.stat(dirs.public).then(
+        (st) => (st.mode & 0o007) !== 0,
+        () => false,
+      );
+      if (open)
+        await wordpress
+          .restrictTree(dirs.public, dirs.private, user, AbortSignal.timeout(120_000))
+          .catch(() => undefined);
+    }
+    return groups.length > 0 && wordpress.addWebUserTo(groups, AbortSignal.timeout(30_000));
+  }
+
+  /** A running nginx reloaded when its user joined groups (its new workers have them); false: not running. */
+  async function signalIfJoined(joined: boolean) {
+    if (!joined || !(await nginx.running())) return false;
+    return signalDaemon(paths.nginxPid, 'SIGHUP');
+  }
+
   /** The install's site URL as provisioning sets it: `http://<cname>[:port]`. */
   const siteUrl = (install: InstallRef) => {
     const port = config.httpPort === 80 ? '' : `:${config.httpPort}`;
@@ -131,8 +171,13 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       const user = systemUser(install.id);
       const dirs = pathsOf(ctx.hostingRoot, install.id);
       const cname = hostName(`${install.name}.${config.installDomain}`);
-      // Others (nginx, each pool's user) may pass through, not list.
-      for (const dir of [ctx.hostingRoot, path.dirname(dirs.root), dirs.root]) await fs.chmod(dir, 0o711);
+      // Issue 29 defect 2: a HOSTING_ROOT its users cannot reach fails every provisioning the same way.
+      const closed = closedParents(ctx.hostingRoot);
+      if (closed.length > 0) throw new ToolError(closedMessage(ctx.hostingRoot, closed), true);
+      // Issue 28: the tenant file model's modes (modes.ts); others (nginx, each pool's user) may pass
+      // through the install's directory, not list it.
+      await secureLayout(ctx.hostingRoot, true);
+      await fs.chmod(dirs.root, 0o711);
       await wordpress.ensureUser(user, signal);
       const tmp = path.join(dirs.private, 'tmp');
       await fs.mkdir(tmp, { recursive: true });
@@ -140,6 +185,9 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
         await wordpress.copyCore(dirs.public, signal);
       await wordpress.chownTree(dirs.public, user, signal);
       await wordpress.chownTree(dirs.private, user, signal);
+      // Directories 0750, files 0640 (nginx reads them as a member of the install's group), set as
+      // the install's user; existing installs get them here too, at their next provisioning.
+      await wordpress.restrictTree(dirs.public, dirs.private, user, signal);
       const target = ctx.mariadb.target;
       await wordpress.writeWpConfig(
         dirs.public,
@@ -252,7 +300,12 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
      * from the live configuration, a running one left alone (no reload, no second master).
      */
     async start() {
-      await nginx.ensureRunning();
+      const closed = closedParents(ctx.hostingRoot);
+      if (closed.length > 0) throw new Error(closedMessage(ctx.hostingRoot, closed));
+      await secureLayout(ctx.hostingRoot, true);
+      const joined = await adoptExistingInstalls();
+      // nginx's workers take the groups nginx's user was just added to at their next start.
+      if (!(await signalIfJoined(joined))) await nginx.ensureRunning();
       await fpm.ensureRunning();
     },
 

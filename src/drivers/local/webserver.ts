@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as files from './files.js';
 import { configPath, serverName, type WebPaths } from './names.js';
-import { run, TOOL_ENV } from './run.js';
+import { run, TOOL_ENV, ToolError } from './run.js';
 import { livePid, reloadOrStart } from './supervise.js';
 
 /**
@@ -270,8 +270,10 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
     try {
       await run(NGINX, ['-t', '-q', '-c', conf], { signal, env: TOOL_ENV });
     } catch (err) {
-      throw new Error(
+      // A refused configuration: a retry writes the same one (issue 29 defect 2).
+      throw new ToolError(
         `nginx refused the new configuration, the running one is kept: ${(err as Error).message}`,
+        true,
       );
     } finally {
       await files.remove(paths.candidate);

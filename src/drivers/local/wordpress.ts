@@ -91,6 +91,9 @@ ${define('DB_COLLATE', '')}
 ${SALTS.map((k) => define(k, randomBytes(48).toString('base64url'))).join('\n')}
 $table_prefix = ${phpString(c.tablePrefix)};
 define('WP_DEBUG', false);
+// Issue 28: what WordPress writes itself (updates, plugins) stays out of other users' reach.
+define('FS_CHMOD_DIR', 0750);
+define('FS_CHMOD_FILE', 0640);
 if (!defined('ABSPATH')) {
   define('ABSPATH', __DIR__ . '/');
 }
@@ -98,12 +101,59 @@ require_once ABSPATH . 'wp-settings.php';
 `;
 }
 
-/** Writes wp-config.php readable by the install's user only (mode 0640, group the install's). */
+/**
+ * Writes wp-config.php readable by the install's user and group only (0640: nginx's workers, members
+ * of the group, never serve it: the server block denies it). Issue 28: the temporary file is created
+ * anew (O_EXCL: never through a link the site left there), its mode and owner set on the open file.
+ */
 export async function writeWpConfig(documentRoot: string, config: WpConfig, user: string) {
   const file = path.join(documentRoot, 'wp-config.php');
   const temp = path.join(documentRoot, '.wp-config.php.tmp');
-  await fs.writeFile(temp, wpConfig(config), { mode: 0o640 });
-  await run('chown', [`${user}:${user}`, temp], { signal: AbortSignal.timeout(10_000), env: TOOL_ENV });
+  const { uid, gid } = await idsOf(user);
+  await fs.rm(temp, { force: true });
+  const handle = await fs.open(temp, 'wx', 0o600);
+  try {
+    await handle.writeFile(wpConfig(config));
+    await handle.chown(uid, gid);
+    await handle.chmod(0o640);
+  } finally {
+    await handle.close();
+  }
+  await fs.rename(temp, file);
+}
+
+/** The numeric uid and gid of a system user. */
+export async function idsOf(user: string, signal = AbortSignal.timeout(10_000)) {
+  const uid = Number((await output('id', ['-u', user], signal)).trim());
+  const gid = Number((await output('id', ['-g', user], signal)).trim());
+  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error(`no ids for ${user}`);
+  return { uid, gid };
+}
+
+/** What an install's user runs with (issue 28): its group (nginx's workers) reads what it writes. */
+export const INSTALL_UMASK = 0o027;
+
+/**
+ * Issue 28: the install's document root to the tenant model's modes (directories 0750, files 0640,
+ * no setuid/setgid bit) and its private directory to its user only, by `chmod -R` run as the install's
+ * own user (root never walks the tenant's tree). Safe to run again.
+ */
+export async function restrictTree(publicDir: string, privateDir: string, user: string, signal: AbortSignal) {
+  for (const [dir, modes] of [
+    [publicDir, 'u=rwX,g=rX,o=,-s'],
+    [privateDir, 'u=rwX,go=,-s'],
+  ] as const) {
+    if (!(await files.exists(dir))) continue;
+    await run('runuser', ['-u', user, '--', 'chmod', '-R', modes, '--', dir], { signal, env: TOOL_ENV });
+  }
+}
+
+/** Writes one of the web tier's PHP scripts, readable by the install users that run it (0644, root's). */
+async function writeScript(file: string, text: string) {
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  const temp = `${file}.tmp`;
+  await fs.writeFile(temp, text, { mode: 0o644 });
+  await fs.chmod(temp, 0o644);
   await fs.rename(temp, file);
 }
 
@@ -146,11 +196,11 @@ export const ADMIN_USER = 'admin';
  * Idempotent: an installed site only gets its URL set again (its administrator is the first run's).
  */
 export async function runInstaller(input: InstallerInput) {
-  await fs.mkdir(path.dirname(input.installer), { recursive: true });
-  await fs.writeFile(input.installer, INSTALLER, { mode: 0o644 });
+  await writeScript(input.installer, INSTALLER);
   const url = new URL(input.url);
   await run('runuser', ['-u', input.user, '--', PHP_CLI, input.installer], {
     signal: input.signal,
+    umask: INSTALL_UMASK,
     env: {
       ...TOOL_ENV,
       HP_HOST: url.host,
@@ -186,11 +236,11 @@ export async function setSiteUrl(input: {
   url: string;
   signal: AbortSignal;
 }) {
-  await fs.mkdir(path.dirname(input.script), { recursive: true });
-  await fs.writeFile(input.script, SITE_URL, { mode: 0o644 });
+  await writeScript(input.script, SITE_URL);
   const url = new URL(input.url);
   await run('runuser', ['-u', input.user, '--', PHP_CLI, input.script], {
     signal: input.signal,
+    umask: INSTALL_UMASK,
     env: { ...TOOL_ENV, HP_HOST: url.host, HP_URL: url.origin, HP_DOCROOT: input.documentRoot },
   });
 }
@@ -201,7 +251,7 @@ export async function phpVersion(signal: AbortSignal): Promise<string | null> {
   return /^\d+\.\d+\.\d+/.exec(text.trim())?.[0] ?? null;
 }
 
-async function userExists(user: string) {
+export async function userExists(user: string) {
   try {
     await output('id', ['-u', user], AbortSignal.timeout(10_000));
     return true;
@@ -210,21 +260,64 @@ async function userExists(user: string) {
   }
 }
 
-/** The install's system user and group (no home, no shell), made when absent. */
+/** The web server's user: a supplementary member of each install's group (it reads their trees). */
+export const WEB_USER = 'www-data';
+
+/**
+ * The install's system user and group (no home, no shell), made when absent, with nginx's user a
+ * member of its group (issue 28: the document root is 0750/0640, readable by the group only; nginx's
+ * workers get the group at their next start, the reload that follows).
+ */
 export async function ensureUser(user: string, signal: AbortSignal) {
-  if (await userExists(user)) return;
-  await run(
-    'useradd',
-    ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', user],
-    {
-      signal,
-      env: TOOL_ENV,
-    },
-  );
+  if (!(await userExists(user)))
+    await run(
+      'useradd',
+      ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', user],
+      { signal, env: TOOL_ENV },
+    );
+  await addWebUserTo([user], signal);
 }
 
+/** Adds nginx's user to each group it is not in yet; answers whether any was added. */
+export async function addWebUserTo(groups: string[], signal: AbortSignal): Promise<boolean> {
+  const current = new Set((await output('id', ['-nG', WEB_USER], signal)).trim().split(/\s+/));
+  const missing = groups.filter((g) => !current.has(g));
+  if (missing.length === 0) return false;
+  await run('usermod', ['--append', '--groups', missing.join(','), WEB_USER], { signal, env: TOOL_ENV });
+  return true;
+}
+
+/** The pids of the live processes whose real or effective uid is `uid` (from /proc). */
+export async function processesOf(uid: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const name of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await fs.readFile(path.join('/proc', name, 'status'), 'utf8').catch(() => '');
+    const ids = /^Uid:\s+(\d+)\s+(\d+)/m.exec(status);
+    if (ids && (Number(ids[1]) === uid || Number(ids[2]) === uid)) pids.push(Number(name));
+  }
+  return pids;
+}
+
+/**
+ * Removes the install's user and group. Issue 28 finding 10: `userdel` refuses while a process of the
+ * user lives (a cron run, a shell a plugin left, a pool child): the caller stops its pool first, then
+ * what remains of the uid is killed (SIGKILL, again until none is left: a process may fork meanwhile).
+ */
 export async function removeUser(user: string, signal: AbortSignal) {
   if (!(await userExists(user))) return;
+  const { uid } = await idsOf(user, signal);
+  if (uid === 0) throw new Error(`refusing to remove ${user}: uid 0`);
+  for (let round = 0; round < 50; round++) {
+    const pids = await processesOf(uid);
+    if (pids.length === 0) break;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
   await run('userdel', [user], { signal, env: TOOL_ENV });
 }
 
