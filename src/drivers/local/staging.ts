@@ -12,8 +12,8 @@ import { databaseNames, pathsOf } from './names.js';
 type Staging = Pick<LocalContext, 'mariadb' | 'hostingRoot'>;
 
 /** Before any work on an install: undo a half-done swap of its document root. */
-export const recover = ({ hostingRoot }: Staging, installId: string) =>
-  files.recoverSwap(pathsOf(hostingRoot, installId).public);
+export const recover = ({ hostingRoot }: Staging, installId: string, signal?: AbortSignal) =>
+  files.recoverSwap(pathsOf(hostingRoot, installId).public, signal);
 
 /** Loads a dump into the install's (fresh) staging database. */
 export async function stageDatabase(
