@@ -306,8 +306,8 @@ case "$mode" in
     ensure_redis
     ensure_postgres
     if [ "$mode" = api ] || [[ " $* " == *browser* ]]; then ensure_chromium; fi
-    if [ "$mode" = api ] || [[ " $* " == *local* ]] || [[ " $* " == *drivers* ]]; then ensure_mariadb; fi
-    if [ "$mode" = api ] || [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]]; then ensure_web; fi
+    if [ "$mode" = api ] || [[ " $* " == *local* ]] || [[ " $* " == *drivers* ]] || [[ " $* " == *hostile-tenant* ]]; then ensure_mariadb; fi
+    if [ "$mode" = api ] || [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]] || [[ " $* " == *hostile-tenant* ]]; then ensure_web; fi
     if [ "$mode" = api ] || [[ " $* " == *local-acme* ]]; then ensure_pebble; fi
     status=0
     run_api "pglite postgres" "$@" || status=$?

@@ -5,9 +5,11 @@ import { tarGz } from '../tar.js';
 import type { LocalContext } from './context.js';
 import type { Trigger } from './database.js';
 import * as files from './files.js';
+import { accountOf } from './installs.js';
 import { databaseNames, installSlug, keySlug, pathsOf, stagingDir } from './names.js';
 import { allOrAbort } from './run.js';
 import { discardStaging, recover, stageDatabase, swapStaged } from './staging.js';
+import * as tenant from './tenant.js';
 
 /**
  * Backups, restores and the backups' downloadable archives. A backup is a directory under
@@ -51,7 +53,7 @@ export function backupOperations(
     if (finished) return snapshotOf(finished, location);
     // Written under a temporary name, renamed when complete: a crash leaves only the temporary one.
     const tmp = path.join(paths.backups, `.tmp-${keySlug(key)}`);
-    await files.remove(tmp);
+    await files.remove(tmp, signal);
     // Issue 28: backups are root's only (directories 0700, files 0600): they hold wp-config.php.
     for (const dir of [path.dirname(paths.backups), paths.backups, tmp]) {
       await fs.mkdir(dir, { recursive: true, mode: 0o700 });
@@ -68,8 +70,8 @@ export function backupOperations(
     ]);
     await midway('backup', signal);
     const [wpVersion, treeBytes, archiveStat, archiveSum, dumpStat, dumpSum, tables] = await Promise.all([
-      files.readWpVersion(paths.public),
-      files.treeBytes(paths.public),
+      files.readWpVersion(paths.public, signal),
+      files.treeBytes(paths.public, signal),
       fs.stat(archive),
       files.sha256File(archive),
       fs.stat(dump),
@@ -118,7 +120,7 @@ export function backupOperations(
         call,
         [install.id],
         async () => {
-          await recover(ctx, install.id);
+          await recover(ctx, install.id, call.signal);
           return takeBackup(install, call.key, call.signal);
         },
         true,
@@ -134,16 +136,23 @@ export function backupOperations(
         [input.install.id],
         async () => {
           const id = input.install.id;
-          await recover(ctx, id);
+          await recover(ctx, id, call.signal);
           const backup = await verifiedBackup(input.snapshot);
+          const live = pathsOf(hostingRoot, id).public;
           const staging = stagingDir(hostingRoot, id, call.key);
-          await files.remove(staging);
+          await files.remove(staging, call.signal);
+          // Issue 28: the tree is extracted by its install's owner (the live tree's) into a directory
+          // only that owner and root reach; root only pipes its own archive in (tenant.ts).
+          const owner = (await tenant.ownerOf(live)) ?? tenant.ROOT;
+          const mode = (await fs.lstat(live).catch(() => null))?.mode ?? 0o750;
           // Everything slow happens in staging; the swaps at the end are renames.
           let triggers: Trigger[] = [];
           try {
-            await files.untar(backup.archive, staging, call.signal);
+            await tenant.makeTreeDir(staging, owner);
+            await tenant.extractArchive(owner, backup.archive, staging, 'restore', call.signal);
             if (input.restore_database) triggers = await stageDatabase(ctx, id, backup.dump, call.signal);
-            await ctx.web?.adopt(id, staging, call.signal);
+            await ctx.web?.adopt(id, staging, await accountOf(ctx, id), call.signal);
+            await tenant.settleTreeDir(staging, mode);
             await midway('restore', call.signal);
           } catch (err) {
             await discardStaging(ctx, id, staging);

@@ -4,8 +4,10 @@ import type { CallContext, CopyRequest, HostingDriver } from '../driver.js';
 import type { LocalContext } from './context.js';
 import type { Trigger } from './database.js';
 import * as files from './files.js';
+import { accountOf } from './installs.js';
 import { databaseNames, pathsOf, stagingDir } from './names.js';
 import { discardStaging, recover, stageDatabase, swapStaged } from './staging.js';
+import * as tenant from './tenant.js';
 
 /**
  * C1-C5: a copy overwrites the destination with the source's document root and/or database tables
@@ -24,9 +26,21 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
     // C3: only tables that exist in the source (a named table that does not is skipped).
     const tables = input.db_tables === null ? null : input.db_tables.filter((t) => sourceTables.includes(t));
     if (input.include_files) {
-      await fs.cp(from.public, path.join(staging, 'public'), { recursive: true });
-      // The destination keeps its own wp-config.php (its database credentials) and is its user's.
-      await ctx.web?.adopt(destination.id, path.join(staging, 'public'), signal);
+      // Issue 28: `tar` as the source's owner piped into `tar` as the destination's (tenant.ts): root
+      // follows nothing in either tree, and the copy is the destination owner's from the start.
+      const live = pathsOf(hostingRoot, destination.id).public;
+      const owner = (await tenant.ownerOf(live)) ?? tenant.ROOT;
+      const tree = path.join(staging, 'public');
+      await tenant.makeTreeDir(tree, owner);
+      await tenant.copyTree(
+        { owner: (await tenant.ownerOf(from.public)) ?? tenant.ROOT, dir: from.public },
+        { owner, dir: tree },
+        'copy',
+        signal,
+      );
+      // The destination keeps its own wp-config.php (its database credentials).
+      await ctx.web?.adopt(destination.id, tree, await accountOf(ctx, destination.id), signal);
+      await tenant.settleTreeDir(tree, (await fs.lstat(live).catch(() => null))?.mode ?? 0o750);
     }
     const dbWork = input.include_db && (tables === null || tables.length > 0);
     let triggers: Trigger[] = [];
@@ -52,12 +66,14 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
         [input.destination.id, input.source.id].filter((v, i, a) => a.indexOf(v) === i),
         async () => {
           const { source, destination } = input;
-          await recover(ctx, source.id);
-          await recover(ctx, destination.id);
+          await recover(ctx, source.id, call.signal);
+          await recover(ctx, destination.id, call.signal);
           const to = pathsOf(hostingRoot, destination.id);
           const staging = stagingDir(hostingRoot, destination.id, call.key);
-          await files.remove(staging);
-          await fs.mkdir(staging, { recursive: true });
+          await files.remove(staging, call.signal);
+          // Root's (the dump is root-only); the staged tree inside it is the destination owner's.
+          await tenant.rootDir(path.dirname(staging));
+          await tenant.rootDir(staging);
           const staged = await stageCopy(input, staging, call.signal).catch(async (err) => {
             await discardStaging(ctx, destination.id, staging);
             throw err;
@@ -78,7 +94,9 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
           // Issue 21: the destination's page cache holds pages of before the copy.
           await ctx.web?.purgePage(destination.id);
           return {
-            wp_version: input.include_files ? await files.readWpVersion(to.public) : destination.wp_version,
+            wp_version: input.include_files
+              ? await files.readWpVersion(to.public, call.signal)
+              : destination.wp_version,
             copied_tables: copied,
           };
         },

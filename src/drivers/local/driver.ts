@@ -125,14 +125,14 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
 
     measureDisk: (call: CallContext, install: InstallRef) =>
       once('measure_disk', call, [install.id], async () => ({
-        file_bytes: await files.treeBytes(pathsOf(hostingRoot, install.id).root),
+        file_bytes: await files.treeBytes(pathsOf(hostingRoot, install.id).root, call.signal),
         database_bytes: await mariadb.databaseBytes(databaseNames(install.id).db),
       })),
 
     purgeCache: (call: CallContext, input: { install_id: string; type: 'object' | 'page' | 'cdn' }) =>
       once('purge_cache', call, [input.install_id], async () => {
         const { cache } = pathsOf(hostingRoot, input.install_id);
-        await files.remove(cache);
+        await files.remove(cache, call.signal);
         await fs.mkdir(cache, { recursive: true });
         // Issue 21: `page` empties nginx's FastCGI cache of the install (no reload needed).
         if (input.type === 'page') await ctx.web?.purgePage(input.install_id);

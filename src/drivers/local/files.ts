@@ -3,12 +3,12 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { InstallPaths } from './names.js';
-import { run } from './run.js';
+import * as tenant from './tenant.js';
 
 /**
  * The local driver's file side: an install's directories and what is read from them (WordPress and
- * PHP versions), archives made and read by the system `tar` (spawned with an argument array, never a
- * shell), sizes and checksums, and the swap that replaces a directory so that a crash leaves either
+ * PHP versions), archives made by the system `tar` (spawned with an argument array, never a shell, as
+ * the tree's owner: tenant.ts), sizes and checksums, and the swap that replaces a directory so that a crash leaves either
  * the old or the new one. Where each thing lives is names.ts.
  */
 
@@ -24,65 +24,35 @@ export async function createInstallDirs(paths: InstallPaths) {
   for (const dir of [paths.public, paths.private, paths.cache]) await fs.mkdir(dir, { recursive: true });
   await fs.chmod(paths.private, 0o700);
   const entries = await fs.readdir(paths.public);
-  if (entries.length === 0) await fs.writeFile(path.join(paths.public, 'index.html'), PLACEHOLDER);
+  // Issue 28: `wx` (O_CREAT|O_EXCL) never writes through a link put there meanwhile.
+  if (entries.length === 0)
+    await fs.writeFile(path.join(paths.public, 'index.html'), PLACEHOLDER, { flag: 'wx' }).catch((err) => {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    });
 }
 
-/** WordPress's version from wp-includes/version.php, when there is one. */
-export async function readWpVersion(documentRoot: string): Promise<string | null> {
-  const text = await readSmall(path.join(documentRoot, 'wp-includes', 'version.php'));
+/**
+ * WordPress's version from wp-includes/version.php, when there is one: read as the tree's owner
+ * (issue 28 finding 9a: a FIFO or a link there never blocks nor misleads root; tenant.ts).
+ */
+export async function readWpVersion(documentRoot: string, signal: AbortSignal): Promise<string | null> {
+  const text = await tenant.readTreeFile(documentRoot, path.join('wp-includes', 'version.php'), signal);
   const match = text && /\$wp_version\s*=\s*['"]([0-9A-Za-z.+-]{1,32})['"]/.exec(text);
   return match?.[1] ?? null;
 }
 
 /** The PHP version an operator declared for the install (private/php-version), when there is one. */
 export async function readPhpVersion(privateDir: string): Promise<string | null> {
-  const text = await readSmall(path.join(privateDir, 'php-version'));
+  const text = (await tenant.readRegular(path.join(privateDir, 'php-version')))?.toString('utf8');
   const match = text && /^\s*(\d+\.\d+(?:\.\d+)?)\s*$/.exec(text);
   return match?.[1] ?? null;
 }
 
-async function readSmall(file: string): Promise<string | null> {
-  try {
-    const handle = await fs.open(file, 'r');
-    try {
-      const buffer = Buffer.alloc(64 * 1024);
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-      return buffer.subarray(0, bytesRead).toString('utf8');
-    } finally {
-      await handle.close();
-    }
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-}
-
 /**
  * Apparent bytes of a tree as `du -sb` counts them: every file, directory and link once (lstat
- * sizes, hard links counted once).
+ * sizes, hard links counted once); a tenant's tree is measured as its owner (tenant.ts).
  */
-export async function treeBytes(dir: string): Promise<number> {
-  const seen = new Set<string>();
-  async function walk(p: string): Promise<number> {
-    const stat = await fs.lstat(p);
-    if (stat.nlink > 1 && !stat.isDirectory()) {
-      const id = `${stat.dev}:${stat.ino}`;
-      if (seen.has(id)) return 0;
-      seen.add(id);
-    }
-    let total = stat.size;
-    if (stat.isDirectory()) {
-      for (const name of await fs.readdir(p)) total += await walk(path.join(p, name));
-    }
-    return total;
-  }
-  try {
-    return await walk(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw err;
-  }
-}
+export const treeBytes = (dir: string, signal: AbortSignal) => tenant.treeBytes(dir, signal);
 
 export async function sha256File(file: string): Promise<string> {
   const hash = createHash('sha256');
@@ -90,25 +60,19 @@ export async function sha256File(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** A tar.gz of `dir`'s contents (streamed by the system tar; owners not recorded). */
-export function tarDirectory(dir: string, archive: string, signal: AbortSignal) {
-  return run('tar', ['--create', '--gzip', '--numeric-owner', '--file', archive, '--directory', dir, '.'], {
-    signal,
-    env: { PATH: '/usr/bin:/bin' },
-  });
+/**
+ * A tar.gz of `dir`'s contents (owners not recorded, setuid/setgid bits dropped), made by `tar`
+ * run as the tree's owner and written by root into `archive` (issue 28: tenant.ts).
+ */
+export async function tarDirectory(dir: string, archive: string, signal: AbortSignal) {
+  await tenant.archiveTree((await tenant.ownerOf(dir)) ?? tenant.ROOT, dir, archive, signal);
 }
 
-/** Extracts an archive this driver made into `dir` (created; must not exist). */
-export async function untar(archive: string, dir: string, signal: AbortSignal) {
-  await fs.mkdir(dir, { recursive: true });
-  await run('tar', ['--extract', '--gzip', '--no-same-owner', '--file', archive, '--directory', dir], {
-    signal,
-    env: { PATH: '/usr/bin:/bin' },
-  });
-}
-
-/** Removes a path if it exists (files and whole trees). */
-export const remove = (p: string) => fs.rm(p, { recursive: true, force: true });
+/**
+ * Removes a path if it exists (files and whole trees): a tenant's tree is emptied as its owner, root
+ * only removes what is root's (issue 28 finding 3: tenant.ts `removeTree`).
+ */
+export const remove = (p: string, signal?: AbortSignal) => tenant.removeTree(p, signal);
 
 export async function exists(p: string): Promise<boolean> {
   try {
@@ -120,21 +84,23 @@ export async function exists(p: string): Promise<boolean> {
 }
 
 /**
- * Replaces `live` with the ready `staged` tree: live -> `<live>.old`, staged -> live, then the old
- * one is removed. A crash between the two renames leaves no live tree but `.old`:
- * {@link recoverSwap} (run before any work on the install) puts it back.
+ * Replaces `live` with the ready `staged` tree: live -> `<live>.old`, staged -> live (renames in the
+ * install's root-owned directory), then the old one is removed. A crash between the two renames
+ * leaves no live tree but `.old`: {@link recoverSwap} (run before any work on the install) puts it
+ * back. The swap is done once staged is live: an old tree that cannot be emptied now (its tenant's
+ * processes still writing in it) is left for the next {@link recoverSwap}.
  */
-export async function swapIn(live: string, staged: string) {
+export async function swapIn(live: string, staged: string, signal?: AbortSignal) {
   const old = `${live}.old`;
-  await remove(old);
+  await remove(old, signal);
   if (await exists(live)) await fs.rename(live, old);
   await fs.rename(staged, live);
-  await remove(old);
+  await remove(old, signal).catch(() => undefined);
 }
 
 /** Undoes a swap a crash interrupted, and removes what an interrupted step left behind. */
-export async function recoverSwap(live: string) {
+export async function recoverSwap(live: string, signal?: AbortSignal) {
   const old = `${live}.old`;
   if (!(await exists(live)) && (await exists(old))) await fs.rename(old, live);
-  await remove(old);
+  await remove(old, signal);
 }

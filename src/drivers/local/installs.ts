@@ -69,7 +69,7 @@ export function installOperations(
         ? await ctx.web.provision(install, acc, await adminPasswordOf(ctx, install.id), call.signal)
         : null;
       return {
-        wp_version: await files.readWpVersion(paths.public),
+        wp_version: await files.readWpVersion(paths.public, call.signal),
         php_version: served ? served.php_version : await files.readPhpVersion(paths.private),
         ...(served && { wordpress_admin: served.admin }),
       };
@@ -100,9 +100,10 @@ export function installOperations(
         await mariadb.dropAccount(n.db, n.user);
         await mariadb.dropDatabase(n.staging);
         await mariadb.dropDatabase(n.trash);
-        await files.remove(paths.root);
-        await files.remove(`${paths.public}.old`);
-        await files.remove(paths.backups);
+        // Issue 28: the tenant's trees are emptied as their owner (tenant.ts `removeTree`).
+        await files.remove(paths.root, call.signal);
+        await files.remove(`${paths.public}.old`, call.signal);
+        await files.remove(paths.backups, call.signal);
         await forgetInstall(db, install.id);
         await repo.deleteTasksOf(db, install.id);
         await repo.deleteInstall(db, install.id);

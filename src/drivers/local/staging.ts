@@ -148,11 +148,11 @@ export async function swapStaged(
 }
 
 /** Before any work on an install: a swap a crash interrupted is undone (or its clean-up finished). */
-export async function recover(ctx: Staging, installId: string) {
+export async function recover(ctx: Staging, installId: string, signal?: AbortSignal) {
   const journal = await readJournal(ctx, installId);
   if (journal?.phase === 'committed') await finish(ctx, installId, journal);
   else if (journal) await undo(ctx, installId, journal);
-  await files.recoverSwap(pathsOf(ctx.hostingRoot, installId).public);
+  await files.recoverSwap(pathsOf(ctx.hostingRoot, installId).public, signal);
   await ctx.mariadb.dropUser(databaseNames(installId).rewriter);
 }
 

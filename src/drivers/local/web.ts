@@ -13,6 +13,7 @@ import { createPhpFpm } from './php-fpm.js';
 import { ToolError } from './run.js';
 import { searchReplace, urlPairs } from './search-replace.js';
 import { signalDaemon } from './supervise.js';
+import * as tenant from './tenant.js';
 import { createWebServer, type ServerBlock } from './webserver.js';
 import * as wordpress from './wordpress.js';
 
@@ -198,7 +199,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
           dbHost: `${target.host}:${target.port}`,
           tablePrefix: TABLE_PREFIX,
         },
-        user,
+        signal,
       );
       const facts = await repo.installerFacts(ctx.db, install.id);
       await wordpress.runInstaller({
@@ -246,16 +247,35 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
 
     /**
      * A staged document root (a restore's, a copy's) made ready to serve the install before it is
-     * swapped in: the install's own wp-config.php (its database credentials) replaces whatever the
-     * backup or the copy's source brought, the tree is owned by the install's user (PHP runs as it:
-     * it reads wp-config.php, WordPress writes uploads) and wp-config.php is 0640 as at provisioning.
+     * swapped in: the install's own wp-config.php replaces whatever the backup or the copy's source
+     * brought. Issue 28 finding 1: its content is the driver's (the install's database account, the
+     * table prefix; the salts of the live file kept when root can read them safely: a regular file,
+     * opened O_NOFOLLOW|O_NONBLOCK, bounded), written by the tree's owner (tenant.ts), 0640. The
+     * tree is already its user's (extracted or copied as that user).
      */
-    async adopt(installId: string, staged: string, signal: AbortSignal) {
-      const own = path.join(pathsOf(ctx.hostingRoot, installId).public, 'wp-config.php');
-      const target = path.join(staged, 'wp-config.php');
-      if (await files.exists(own)) await fs.copyFile(own, target);
-      await wordpress.chownTree(staged, systemUser(installId), signal);
-      if (await files.exists(target)) await fs.chmod(target, 0o640);
+    async adopt(
+      installId: string,
+      staged: string,
+      account: { db_name: string; db_user: string; password: string } | null,
+      signal: AbortSignal,
+    ) {
+      if (!account) return;
+      const owner = await tenant.ownerOf(staged);
+      if (!owner) throw new Error(`no staged tree at ${staged}`);
+      const live = path.join(pathsOf(ctx.hostingRoot, installId).public, 'wp-config.php');
+      const current = await tenant.readRegular(live, 64 * 1024);
+      const target = ctx.mariadb.target;
+      const text = wordpress.wpConfig(
+        {
+          dbName: account.db_name,
+          dbUser: account.db_user,
+          dbPassword: account.password,
+          dbHost: `${target.host}:${target.port}`,
+          tablePrefix: TABLE_PREFIX,
+        },
+        wordpress.saltsOf(current?.toString('utf8') ?? ''),
+      );
+      await tenant.writeTreeFile(owner, path.join(staged, 'wp-config.php'), text, 0o640, signal);
     },
 
     /**

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import * as files from './files.js';
 import { output, run, TOOL_ENV } from './run.js';
+import * as tenant from './tenant.js';
 
 /**
  * WordPress for the local driver's installs (issue 21): core copied from Debian's `wordpress` package,
@@ -12,6 +12,12 @@ import { output, run, TOOL_ENV } from './run.js';
 
 export const WORDPRESS_CORE = '/usr/share/wordpress';
 export const PHP_CLI = '/usr/bin/php8.2';
+/**
+ * Issue 28 finding 9a: the longest a PHP run in an install's tree (its installer, its site URL) may
+ * take. The tree is the tenant's (a FIFO where WordPress reads blocks its PHP): a job waits this
+ * long, not until its expiry.
+ */
+const PHP_RUN_MS = 120_000;
 
 /** A PHP single-quoted string literal. */
 export function phpString(value: string): string {
@@ -27,12 +33,16 @@ const NOT_COPIED = new Set(['wp-config.php', path.join('wp-content', 'languages'
  * /usr/share/javascript and the like), about a tenth of `fs.cp`'s time on its ~3,000 files (issue 21,
  * provisioning to first 200), into a staging directory beside the document root; the entries are then
  * renamed in with `wp-settings.php` last, so a crash part-way leaves no `wp-settings.php` (the mark a
- * retry looks for) and the retry copies again.
+ * retry looks for) and the retry copies again. Issue 28: every step inside the trees runs as the
+ * document root's owner (root while the tree is still root's, at first provisioning).
  */
 export async function copyCore(documentRoot: string, signal: AbortSignal) {
+  const owner = await tenant.ownerOf(documentRoot);
+  if (!owner) throw new Error(`no document root at ${documentRoot}`);
   const staging = path.join(path.dirname(documentRoot), '.core-staging');
-  await fs.rm(staging, { recursive: true, force: true });
-  await fs.mkdir(path.join(staging, 'wp-content', 'uploads'), { recursive: true });
+  await tenant.removeTree(staging, signal);
+  await tenant.makeTreeDir(staging, owner);
+  await tenant.runAs(owner, 'mkdir', ['-p', '--', path.join(staging, 'wp-content', 'uploads')], signal);
   const sources: string[] = [];
   for (const name of await fs.readdir(WORDPRESS_CORE)) {
     if (!NOT_COPIED.has(name) && name !== 'wp-content') sources.push(path.join(WORDPRESS_CORE, name));
@@ -41,21 +51,32 @@ export async function copyCore(documentRoot: string, signal: AbortSignal) {
   const contentSources = (await fs.readdir(content))
     .filter((name) => !NOT_COPIED.has(path.join('wp-content', name)))
     .map((name) => path.join(content, name));
-  await run('cp', ['-rL', '--', ...sources, `${staging}/`], { signal, env: TOOL_ENV });
+  await tenant.runAs(owner, 'cp', ['-rL', '--', ...sources, `${staging}/`], signal);
   if (contentSources.length > 0)
-    await run('cp', ['-rL', '--', ...contentSources, `${path.join(staging, 'wp-content')}/`], {
+    await tenant.runAs(
+      owner,
+      'cp',
+      ['-rL', '--', ...contentSources, `${path.join(staging, 'wp-content')}/`],
       signal,
-      env: TOOL_ENV,
-    });
-  await fs.rm(path.join(documentRoot, 'index.html'), { force: true });
+    );
   const names = (await fs.readdir(staging)).sort(
     (a, b) => Number(a === 'wp-settings.php') - Number(b === 'wp-settings.php'),
   );
-  for (const name of names) {
-    await fs.rm(path.join(documentRoot, name), { recursive: true, force: true });
-    await fs.rename(path.join(staging, name), path.join(documentRoot, name));
-  }
-  await fs.rm(staging, { recursive: true, force: true });
+  // One shell as the owner moves them in (the names are arguments, never shell code).
+  await tenant.runAs(
+    owner,
+    '/bin/sh',
+    [
+      '-c',
+      'set -e; d="$1"; s="$2"; shift 2; rm -f -- "$d/index.html"; for n do rm -rf -- "$d/$n"; mv -T -- "$s/$n" "$d/$n"; done',
+      'sh',
+      documentRoot,
+      staging,
+      ...names,
+    ],
+    signal,
+  );
+  await tenant.removeTree(staging, signal);
 }
 
 export interface WpConfig {
@@ -77,7 +98,20 @@ const SALTS = [
   'NONCE_SALT',
 ];
 
-export function wpConfig(c: WpConfig): string {
+/**
+ * Issue 28: the salts of an install's current wp-config.php (as this driver writes them: base64url),
+ * so rewriting it keeps its visitors' sessions; a missing or foreign one is made anew.
+ */
+export function saltsOf(text: string): Record<string, string> {
+  const salts: Record<string, string> = {};
+  for (const key of SALTS) {
+    const m = new RegExp(`define\\('${key}', '([A-Za-z0-9_-]{32,128})'\\);`).exec(text);
+    if (m?.[1]) salts[key] = m[1];
+  }
+  return salts;
+}
+
+export function wpConfig(c: WpConfig, salts: Record<string, string> = {}): string {
   if (!/^[A-Za-z0-9_]{1,20}$/.test(c.tablePrefix)) throw new Error('bad table prefix');
   const define = (name: string, value: string) => `define(${phpString(name)}, ${phpString(value)});`;
   return `<?php
@@ -88,7 +122,7 @@ ${define('DB_PASSWORD', c.dbPassword)}
 ${define('DB_HOST', c.dbHost)}
 ${define('DB_CHARSET', 'utf8mb4')}
 ${define('DB_COLLATE', '')}
-${SALTS.map((k) => define(k, randomBytes(48).toString('base64url'))).join('\n')}
+${SALTS.map((k) => define(k, salts[k] ?? randomBytes(48).toString('base64url'))).join('\n')}
 $table_prefix = ${phpString(c.tablePrefix)};
 define('WP_DEBUG', false);
 // Issue 28: what WordPress writes itself (updates, plugins) stays out of other users' reach.
@@ -102,26 +136,20 @@ require_once ABSPATH . 'wp-settings.php';
 }
 
 /**
- * Writes wp-config.php readable by the install's user and group only (0640: nginx's workers, members
- * of the group, never serve it: the server block denies it). Issue 28: the temporary file is created
- * anew (O_EXCL: never through a link the site left there), its mode and owner set on the open file.
+ * Writes wp-config.php, mode 0640, as the document root's owner (issue 28: a link or FIFO a tenant
+ * put at that name is replaced, never written through by root; tenant.ts).
  */
-export async function writeWpConfig(documentRoot: string, config: WpConfig, user: string) {
+export async function writeWpConfig(documentRoot: string, config: WpConfig, signal: AbortSignal) {
+  const owner = await tenant.ownerOf(documentRoot);
+  if (!owner) throw new Error(`no document root at ${documentRoot}`);
   const file = path.join(documentRoot, 'wp-config.php');
-  const temp = path.join(documentRoot, '.wp-config.php.tmp');
-  const { uid, gid } = await idsOf(user);
-  await fs.rm(temp, { force: true });
-  const handle = await fs.open(temp, 'wx', 0o600);
-  try {
-    await handle.writeFile(wpConfig(config));
-    await handle.chown(uid, gid);
-    await handle.chmod(0o640);
-  } finally {
-    await handle.close();
-  }
-  await fs.rename(temp, file);
-}
-
+  await tenant.writeTreeFile(
+    owner,
+    file,
+    wpConfig(config, saltsOf((await tenant.readRegular(file))?.toString('utf8') ?? '')),
+    0o640,
+    signal,
+  );
 /** The numeric uid and gid of a system user. */
 export async function idsOf(user: string, signal = AbortSignal.timeout(10_000)) {
   const uid = Number((await output('id', ['-u', user], signal)).trim());
@@ -199,7 +227,7 @@ export async function runInstaller(input: InstallerInput) {
   await writeScript(input.installer, INSTALLER);
   const url = new URL(input.url);
   await run('runuser', ['-u', input.user, '--', PHP_CLI, input.installer], {
-    signal: input.signal,
+    signal: AbortSignal.any([input.signal, AbortSignal.timeout(PHP_RUN_MS)]),
     umask: INSTALL_UMASK,
     env: {
       ...TOOL_ENV,
@@ -239,7 +267,7 @@ export async function setSiteUrl(input: {
   await writeScript(input.script, SITE_URL);
   const url = new URL(input.url);
   await run('runuser', ['-u', input.user, '--', PHP_CLI, input.script], {
-    signal: input.signal,
+    signal: AbortSignal.any([input.signal, AbortSignal.timeout(PHP_RUN_MS)]),
     umask: INSTALL_UMASK,
     env: { ...TOOL_ENV, HP_HOST: url.host, HP_URL: url.origin, HP_DOCROOT: input.documentRoot },
   });
@@ -321,8 +349,13 @@ export async function removeUser(user: string, signal: AbortSignal) {
   await run('userdel', [user], { signal, env: TOOL_ENV });
 }
 
-/** Gives the install's user its tree (WordPress writes uploads, PHP its sessions). */
+/**
+ * Gives the install's user its tree (WordPress writes uploads, PHP its sessions) once, while the tree
+ * is still root's (made by the driver, never reachable by a tenant). Issue 28: a tree whose top is
+ * already someone else's is left alone: root never walks (nor chowns in) a tenant's tree.
+ */
 export async function chownTree(dir: string, user: string, signal: AbortSignal) {
-  if (!(await files.exists(dir))) return;
-  await run('chown', ['-R', `${user}:${user}`, dir], { signal, env: TOOL_ENV });
+  const owner = await tenant.ownerOf(dir);
+  if (owner?.uid !== 0) return;
+  await run('chown', ['-R', '--no-dereference', `${user}:${user}`, dir], { signal, env: TOOL_ENV });
 }
