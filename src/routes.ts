@@ -22,6 +22,7 @@ import type { Metrics } from './modules/metrics/metrics.service.js';
 import { offloadRoutes } from './modules/offload/offload.routes.js';
 import { operationsRoutes } from './modules/operations/operations.routes.js';
 import { reportsRoutes } from './modules/reports/reports.routes.js';
+import { signInRoutes } from './modules/sign-in/sign-in.routes.js';
 import { siteTransfersRoutes } from './modules/site-transfers/site-transfers.routes.js';
 import { sitesRoutes } from './modules/sites/sites.routes.js';
 import { sshKeysRoutes } from './modules/ssh-keys/ssh-keys.routes.js';
@@ -111,6 +112,8 @@ export const ROUTE_TABLE: readonly RouteGroup[] = [
       auditRoutes,
       eventsRoutes,
       webhooksRoutes,
+      // Issue 29.
+      signInRoutes,
     ],
   },
   // Issue 13: signed archive links are their own credential (no Basic auth).

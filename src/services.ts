@@ -52,6 +52,7 @@ import { createOperationRecords, createOperationsService } from './modules/opera
 import { createReportJobs } from './modules/reports/reports.jobs.js';
 import { createReportsService } from './modules/reports/reports.service.js';
 import { createRoutingJob, createRoutingRequests } from './modules/routing/routing.service.js';
+import { createSignInService } from './modules/sign-in/sign-in.service.js';
 import { createSiteTransferJobs } from './modules/site-transfers/site-transfers.jobs.js';
 import { createSiteTransfersService } from './modules/site-transfers/site-transfers.service.js';
 import { createSitesService } from './modules/sites/sites.service.js';
@@ -137,6 +138,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const usage = createUsageService({ db, clock, installs, operations, driver: hosting });
   const usageAccounts = createAccountUsageService({ db, clock, accounts });
   const cache = createCacheService({ db, clock, installs, operations, driver: hosting });
+  const signIn = createSignInService({ db, clock, installs, driver: hosting });
   const users = createUsersService({ db, accounts, authenticator });
   const admin = createAdminService({ accounts, sites, installs, users });
   // Issue 11: account users with invitations, SSH keys.
@@ -314,6 +316,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     usage,
     usageAccounts,
     cache,
+    signIn,
     reports,
     siteTransfers,
     outbox,

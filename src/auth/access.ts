@@ -18,6 +18,8 @@ export type Action =
   | 'installs:delete'
   | 'installs:read'
   | 'installs:operate'
+  // Issue 29: a single-use sign-in link to the install's wp-admin (never through a scoped credential).
+  | 'installs:sign_in'
   | 'transfers:manage'
   | 'usage:account'
   | 'reports:read'
@@ -28,7 +30,7 @@ export type Action =
   // Issue 22: webhook endpoints (owners; an admin-scoped credential of an owner too).
   | 'webhooks:manage';
 
-const PARTIAL: Action[] = ['account:read', 'installs:read', 'installs:operate'];
+const PARTIAL: Action[] = ['account:read', 'installs:read', 'installs:operate', 'installs:sign_in'];
 const FULL: Action[] = [
   ...PARTIAL,
   'users:read',

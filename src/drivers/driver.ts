@@ -139,6 +139,16 @@ export interface HostingDriver {
    * operation): the driver drops its own copy; later answers of the same call carry none. Optional.
    */
   forgetAdminPassword?(installId: string): Promise<void>;
+  /**
+   * Issue 29 (defect 7): a single-use link that signs `username` in to the install's WordPress admin
+   * (wp-admin) once, within `ttl_seconds`; `url` holds the link's secret (never stored or logged by a
+   * caller). Called by the API while a member waits (not a job): keyed like every call. Optional: a
+   * driver without WordPress sign-in has none (the API answers 409).
+   */
+  signInLink?(
+    ctx: CallContext,
+    input: { install: InstallRef; username: string; ttl_seconds: number },
+  ): Promise<DriverResult<{ url: string; expires_at: string }>>;
   /** C2/C3: overwrite the destination with the source's files and/or database (all or some tables). */
   copy(
     ctx: CallContext,

@@ -12,8 +12,13 @@ import { isDryRun } from './schemas.js';
  */
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** False: the route's answer is a secret (a sign-in link): the audit log records the call without it. */
+    auditResponse?: boolean;
+  }
   interface FastifyRequest {
-    audit: { begun: AuditBegun; entry: AuditStart } | null;
+    /** `keepResponse` false: the answer is a secret (route config `auditResponse: false`), not recorded. */
+    audit: { begun: AuditBegun; entry: AuditStart; keepResponse: boolean } | null;
   }
 }
 
@@ -89,7 +94,7 @@ export function useAuditLog(scope: FastifyInstance, options: AuditOptions) {
     // A dry run changes nothing, so nothing is recorded.
     if (isDryRun(request)) return;
     const route = request.routeOptions;
-    const config = (route.config ?? {}) as { resource?: string };
+    const config = (route.config ?? {}) as { resource?: string; auditResponse?: boolean };
     const path = route.url ?? request.url;
     const entry: AuditStart = {
       actor: actorOf(request),
@@ -103,7 +108,7 @@ export function useAuditLog(scope: FastifyInstance, options: AuditOptions) {
       body: request.body ?? null,
     };
     // Recorded before the route runs: if this fails, the call does not run (500).
-    request.audit = { begun: await store.begin(entry), entry };
+    request.audit = { begun: await store.begin(entry), entry, keepResponse: config.auditResponse !== false };
   }
 
   async function onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
@@ -119,7 +124,7 @@ export function useAuditLog(scope: FastifyInstance, options: AuditOptions) {
         const location = reply.getHeader('location');
         await store.finish(audit.begun, audit.entry, {
           status,
-          response: parseJson(payload),
+          response: audit.keepResponse ? parseJson(payload) : null,
           location: location === undefined ? null : String(location),
         });
         onOutcome('recorded');

@@ -49,8 +49,14 @@ export interface ConsoleBrowser {
   newPage(viewport?: { width: number; height: number }): Promise<Page>;
 }
 
-/** Starts the app on a loopback port and one chromium for the file (closed after it). */
-export async function startConsoleBrowser(t: TestApp): Promise<ConsoleBrowser> {
+/**
+ * Starts the app on a loopback port and one chromium for the file (closed after it). `args`: more
+ * chromium switches (e.g. `--host-resolver-rules` to reach the local web tier's install names).
+ */
+export async function startConsoleBrowser(
+  t: TestApp,
+  options: { args?: string[] } = {},
+): Promise<ConsoleBrowser> {
   assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: scripts/test.sh installs Debian's chromium`);
   assert.ok(
     fs.existsSync(path.join(CONSOLE_BUILD_DIR, 'index.html')),
@@ -62,7 +68,7 @@ export async function startConsoleBrowser(t: TestApp): Promise<ConsoleBrowser> {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: CHROMIUM_ARGS,
+    args: [...CHROMIUM_ARGS, ...(options.args ?? [])],
     viewport: DESKTOP,
   });
   fs.mkdirSync(ARTIFACTS, { recursive: true });

@@ -1020,6 +1020,19 @@ export const ROUTES: readonly SecuredRoute[] = [
     }),
   ),
 
+  // Issue 29 (defect 7): a single-use WordPress sign-in link, for every member who sees the install
+  // (the simulated driver answers one); no scope grants it (S2: a read-scoped credential gets 403).
+  api({
+    method: 'POST',
+    path: '/v1/installs/:install_id/wordpress_sign_in',
+    operationId: 'createWordPressSignIn',
+    action: 'installs:sign_in',
+    allowed: ALL_ROLES,
+    addressing: 'install',
+    ok: 201,
+    request: (r) => ({ url: `/v1/installs/${r.install.id}/wordpress_sign_in` }),
+  }),
+
   // Site transfers (issue 11, A3/T1/T2): billing roles only.
   api({
     method: 'GET',

@@ -64,6 +64,9 @@ export const EXTENSIONS: readonly string[] = [
   // response schemas and asserted in test/api/events.test.ts and webhooks.test.ts).
   'GET /v1/accounts/{}/events',
   'ANY /v1/accounts/{}/webhook_endpoints*',
+  // Issue 29: a single-use WordPress sign-in link (its shape is the route's response schema, asserted
+  // in test/api/local-web-sign-in-browser.test.ts).
+  'POST /v1/installs/{}/wordpress_sign_in',
 ];
 
 /** Statuses an operation answers that the document does not list, with the reason (none yet). */

@@ -2,7 +2,7 @@ import { HostplaneError, OperationFailedError } from '@hostplane/client';
 
 /**
  * hostplane-cli's exit codes: one per class of error, stable (scripts test them). Documented in
- * `hostplane-cli --help` and the README (its "Command line client" section).
+ * `hostplane-cli --help` and docs/reference.md (its "Command line client" section).
  */
 export const EXIT = {
   ok: 0,

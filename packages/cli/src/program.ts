@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { completionScript } from './completion.js';
 import { type Env, profilesFile, readProfiles, resolveProfile, saveProfile } from './credentials.js';
 import { CliError, EXIT, EXIT_CODES_HELP } from './exit-codes.js';
+import { createResolver, type Resolver } from './names.js';
 import { type Io, Printer, table } from './output.js';
 import { progressReporter } from './progress.js';
 
@@ -74,8 +75,11 @@ ${profilesFile(ctx.env)} (HOSTPLANE_PROFILES_FILE overrides; it must have mode 0
 Example:
   $ export HOSTPLANE_URL=https://hosting.example.com HOSTPLANE_USERNAME=hp_... HOSTPLANE_PASSWORD=...
   $ ${BIN} sites list
-  $ ${BIN} backup <install-id> --wait
-  $ ${BIN} restore <install-id> <backup-id> --dry-run
+  $ ${BIN} backup myblog --wait
+  $ ${BIN} restore myblog <backup-id> --dry-run
+
+Installs, sites and accounts are given by name or by id (a name several sites or accounts carry is
+refused with the candidates' ids).
 
 ${EXIT_CODES_HELP}
 `,
@@ -90,6 +94,42 @@ ${EXIT_CODES_HELP}
       username: profile.username,
       password: profile.password,
     });
+  };
+
+  /** Issue 29: names where people use names (names.ts); one resolver per command, its lists read once. */
+  const resolvers = new WeakMap<Command, Resolver>();
+  const resolve = (cmd: Command): Resolver => {
+    let resolver = resolvers.get(cmd);
+    if (!resolver) {
+      resolver = createResolver(client(cmd));
+      resolvers.set(cmd, resolver);
+    }
+    return resolver;
+  };
+
+  /**
+   * Issue 29 (defect 7): provisioning's WordPress administrator password is in the operation the one
+   * time it is read (decision 116): printed then, with the warning that it will not be shown again.
+   * Without it (already read, or not an owner), how to sign in without a password.
+   */
+  const showAdmin = (out: Printer, operation: Operation | null, install: string) => {
+    const admin = operation?.wordpress_admin;
+    if (!admin) return;
+    if (admin.password) {
+      if (!out.json) {
+        out.write('');
+        out.write('WordPress administrator');
+        out.one({ username: admin.username, password: admin.password, login_url: admin.login_url });
+      }
+      out.note(
+        'The WordPress administrator password is shown this once: it will not be shown again. Keep it now, ' +
+          `or sign in without it: ${BIN} installs sign-in ${install}`,
+      );
+    } else {
+      out.note(
+        `Sign in to WordPress as ${admin.username} without a password: ${BIN} installs sign-in ${install}`,
+      );
+    }
   };
 
   /** Follows an operation (with --wait): progress on stderr; OperationFailedError (exit 7) when it fails. */
@@ -112,11 +152,15 @@ ${EXIT_CODES_HELP}
     const out = printer(cmd);
     const operationUrl = result.location;
     const operation = wait && operationUrl ? await follow(hp, operationUrl) : null;
-    if (out.json) return out.one({ data: result.data, operation_url: operationUrl, operation });
+    if (out.json) {
+      out.one({ data: result.data, operation_url: operationUrl, operation });
+      return operation;
+    }
     out.one(result.data);
     if (operation) out.note(`operation ${operation.id}: ${operation.status}`);
     else if (operationUrl)
       out.note(`started; follow it with: ${BIN} operations get ${operationUrl.split('/').pop()} --wait`);
+    return operation;
   };
 
   /**
@@ -145,41 +189,51 @@ ${EXIT_CODES_HELP}
       printer(cmd).list(page, ['id', 'name', 'nickname']);
     },
   );
-  command(accounts, 'get <account-id>', 'Show one account', 'accounts get 6f1c...').action(
+  command(accounts, 'get <account>', 'Show one account', 'accounts get 6f1c...').action(
     async (id, _o, cmd) => {
       printer(cmd).one(
-        await client(cmd).get('/v1/accounts/{account_id}', { params: { path: { account_id: id } } }),
+        await client(cmd).get('/v1/accounts/{account_id}', {
+          params: { path: { account_id: await resolve(cmd).account(id) } },
+        }),
       );
     },
   );
 
   // ---------------------------------------------------------------- sites
-  const sites = group(program, 'sites', 'Sites (a group of installs)', 'sites list --account <account-id>');
+  const sites = group(program, 'sites', 'Sites (a group of installs)', 'sites list --account <account>');
   listOptions(
-    command(sites, 'list', 'List sites', 'sites list --account <account-id>').option(
-      '--account <id>',
+    command(sites, 'list', 'List sites', 'sites list --account <account>').option(
+      '--account <account>',
       'only this account',
     ),
   ).action(async (opts, cmd) => {
     const page = await client(cmd).get('/v1/sites', {
       params: {
-        query: { limit: opts.limit, offset: opts.offset, ...(opts.account && { account_id: opts.account }) },
+        query: {
+          limit: opts.limit,
+          offset: opts.offset,
+          ...(opts.account && { account_id: await resolve(cmd).account(opts.account) }),
+        },
       },
     });
     printer(cmd).list(page, ['id', 'name', 'account', 'group_name', 'tags', 'installs']);
   });
-  command(sites, 'get <site-id>', 'Show one site', 'sites get <site-id>').action(async (id, _o, cmd) => {
-    printer(cmd).one(await client(cmd).get('/v1/sites/{site_id}', { params: { path: { site_id: id } } }));
+  command(sites, 'get <site>', 'Show one site', 'sites get <site>').action(async (id, _o, cmd) => {
+    printer(cmd).one(
+      await client(cmd).get('/v1/sites/{site_id}', {
+        params: { path: { site_id: await resolve(cmd).site(id) } },
+      }),
+    );
   });
-  command(sites, 'create', 'Create a site', 'sites create --account <account-id> --name "Shop"')
-    .requiredOption('--account <id>', 'account of the site')
+  command(sites, 'create', 'Create a site', 'sites create --account <account> --name "Shop"')
+    .requiredOption('--account <account>', 'account of the site')
     .requiredOption('--name <name>', 'name of the site')
     .option('--group <name>', 'group name')
     .option('--tag <tag>', 'a tag (repeat for more)', collect)
     .action(async (opts, cmd) => {
       const { data } = await client(cmd).post('/v1/sites', {
         body: {
-          account_id: opts.account,
+          account_id: await resolve(cmd).account(opts.account),
           name: opts.name,
           ...(opts.group && { group_name: opts.group }),
           ...(opts.tag && { tags: opts.tag }),
@@ -187,13 +241,13 @@ ${EXIT_CODES_HELP}
       });
       printer(cmd).one(data);
     });
-  command(sites, 'update <site-id>', 'Change a site', 'sites update <site-id> --name "New name" --tag eu')
+  command(sites, 'update <site>', 'Change a site', 'sites update <site> --name "New name" --tag eu')
     .option('--name <name>', 'new name')
     .option('--group <name>', 'new group name ("" clears it)')
     .option('--tag <tag>', 'replace the tags (repeat for more)', collect)
     .action(async (id, opts, cmd) => {
       const { data } = await client(cmd).patch('/v1/sites/{site_id}', {
-        params: { path: { site_id: id } },
+        params: { path: { site_id: await resolve(cmd).site(id) } },
         body: {
           ...(opts.name !== undefined && { name: opts.name }),
           ...(opts.group !== undefined && { group_name: opts.group === '' ? null : opts.group }),
@@ -202,9 +256,11 @@ ${EXIT_CODES_HELP}
       });
       printer(cmd).one(data);
     });
-  command(sites, 'delete <site-id>', 'Delete an empty site', 'sites delete <site-id>').action(
+  command(sites, 'delete <site>', 'Delete an empty site', 'sites delete <site>').action(
     async (id, _o, cmd) => {
-      await client(cmd).delete('/v1/sites/{site_id}', { params: { path: { site_id: id } } });
+      await client(cmd).delete('/v1/sites/{site_id}', {
+        params: { path: { site_id: await resolve(cmd).site(id) } },
+      });
       printer(cmd).one(null);
     },
   );
@@ -214,25 +270,31 @@ ${EXIT_CODES_HELP}
     program,
     'installs',
     'Installs (environments of a site)',
-    'installs list --account <account-id>',
+    'installs list --account <account>',
   );
   listOptions(
-    command(installs, 'list', 'List installs', 'installs list --account <account-id>').option(
-      '--account <id>',
+    command(installs, 'list', 'List installs', 'installs list --account <account>').option(
+      '--account <account>',
       'only this account',
     ),
   ).action(async (opts, cmd) => {
     const page = await client(cmd).get('/v1/installs', {
       params: {
-        query: { limit: opts.limit, offset: opts.offset, ...(opts.account && { account_id: opts.account }) },
+        query: {
+          limit: opts.limit,
+          offset: opts.offset,
+          ...(opts.account && { account_id: await resolve(cmd).account(opts.account) }),
+        },
       },
     });
     printer(cmd).list(page, ['id', 'name', 'environment', 'status', 'site', 'primary_domain']);
   });
-  command(installs, 'get <install-id>', 'Show one install', 'installs get <install-id>').action(
+  command(installs, 'get <install>', 'Show one install', 'installs get <install>').action(
     async (id, _o, cmd) => {
       printer(cmd).one(
-        await client(cmd).get('/v1/installs/{install_id}', { params: { path: { install_id: id } } }),
+        await client(cmd).get('/v1/installs/{install_id}', {
+          params: { path: { install_id: await resolve(cmd).install(id) } },
+        }),
       );
     },
   );
@@ -240,11 +302,11 @@ ${EXIT_CODES_HELP}
     installs,
     'create',
     'Create an install; --wait follows its provisioning',
-    'installs create --account <id> --site <site-id> --name shop --env production --wait',
+    'installs create --account <id> --site <site> --name shop --env production --wait',
   )
-    .requiredOption('--account <id>', 'account of the install')
+    .requiredOption('--account <account>', 'account of the install')
     .requiredOption('--name <name>', 'install name (3-14 lowercase letters and digits)')
-    .option('--site <id>', 'site of the install')
+    .option('--site <site>', 'site of the install')
     .addOption(
       new Option('--env <environment>', 'environment').choices(['production', 'staging', 'development']),
     )
@@ -253,9 +315,9 @@ ${EXIT_CODES_HELP}
       const hp = client(cmd);
       const { data } = await hp.post('/v1/installs', {
         body: {
-          account_id: opts.account,
+          account_id: await resolve(cmd).account(opts.account),
           name: opts.name,
-          ...(opts.site && { site_id: opts.site }),
+          ...(opts.site && { site_id: await resolve(cmd).site(opts.site) }),
           ...(opts.env && { environment: opts.env }),
         },
       });
@@ -267,47 +329,68 @@ ${EXIT_CODES_HELP}
         const provision = ops.results.find((op) => op.type === 'provision_install');
         location = provision ? provision.id : null;
       }
-      await started(cmd, hp, { data, location }, opts.wait);
+      const operation = await started(cmd, hp, { data, location }, opts.wait);
+      showAdmin(printer(cmd), operation, data.name);
     });
   command(
     installs,
-    'update <install-id>',
+    'sign-in <install>',
+    "A single-use link that signs you in to the install's WordPress admin (no password needed)",
+    'installs sign-in myblog',
+  ).action(async (install, _o, cmd) => {
+    const { data } = await client(cmd).post('/v1/installs/{install_id}/wordpress_sign_in', {
+      params: { path: { install_id: await resolve(cmd).install(install) } },
+    });
+    const out = printer(cmd);
+    if (out.json) return out.one(data);
+    out.write(data.url);
+    out.note(
+      `Open it in your browser before ${data.expires_at}: it works once.` +
+        (data.simulated
+          ? ' This host is simulated (HOSTING_DRIVER=simulated): the link leads to no real site.'
+          : ''),
+    );
+  });
+  command(
+    installs,
+    'update <install>',
     'Move an install to another site or environment',
-    'installs update <install-id> --env staging',
+    'installs update <install> --env staging',
   )
-    .option('--site <id>', 'move to this site')
+    .option('--site <site>', 'move to this site')
     .addOption(
       new Option('--env <environment>', 'environment').choices(['production', 'staging', 'development']),
     )
     .action(async (id, opts, cmd) => {
       const { data } = await client(cmd).patch('/v1/installs/{install_id}', {
-        params: { path: { install_id: id } },
-        body: { ...(opts.site && { site_id: opts.site }), ...(opts.env && { environment: opts.env }) },
+        params: { path: { install_id: await resolve(cmd).install(id) } },
+        body: {
+          ...(opts.site && { site_id: await resolve(cmd).site(opts.site) }),
+          ...(opts.env && { environment: opts.env }),
+        },
       });
       printer(cmd).one(data);
     });
   dryRunOption(
-    command(
-      installs,
-      'delete <install-id>',
-      'Delete an install and its records',
-      'installs delete <install-id>',
-    ),
+    command(installs, 'delete <install>', 'Delete an install and its records', 'installs delete <install>'),
   ).action(async (id, opts, cmd) => {
     const { data } = await client(cmd).delete('/v1/installs/{install_id}', {
-      params: { path: { install_id: id }, ...dryRunQuery(opts.dryRun) },
+      params: { path: { install_id: await resolve(cmd).install(id) }, ...dryRunQuery(opts.dryRun) },
     });
     if (opts.dryRun) return dryRan(cmd, data);
     printer(cmd).one(null);
   });
 
   // ---------------------------------------------------------------- domains
-  const domains = group(program, 'domains', "An install's domains", 'domains list <install-id>');
+  const domains = group(program, 'domains', "An install's domains", 'domains list <install>');
   listOptions(
-    command(domains, 'list <install-id>', 'List the domains of an install', 'domains list <install-id>'),
+    command(domains, 'list <install>', 'List the domains of an install', 'domains list <install>'),
   ).action(async (install, opts, cmd) => {
     const page = await client(cmd).get('/v1/installs/{install_id}/domains', {
-      params: { path: { install_id: install }, query: { limit: opts.limit, offset: opts.offset } },
+      params: {
+        path: { install_id: await resolve(cmd).install(install) },
+        query: { limit: opts.limit, offset: opts.offset },
+      },
     });
     printer(cmd).list(page, [
       'id',
@@ -320,27 +403,27 @@ ${EXIT_CODES_HELP}
   });
   command(
     domains,
-    'get <install-id> <domain-id>',
+    'get <install> <domain-id>',
     'Show one domain',
-    'domains get <install-id> <domain-id>',
+    'domains get <install> <domain-id>',
   ).action(async (install, domain, _o, cmd) => {
     printer(cmd).one(
       await client(cmd).get('/v1/installs/{install_id}/domains/{domain_id}', {
-        params: { path: { install_id: install, domain_id: domain } },
+        params: { path: { install_id: await resolve(cmd).install(install), domain_id: domain } },
       }),
     );
   });
   command(
     domains,
-    'create <install-id> <name>',
+    'create <install> <name>',
     'Add a domain (then verify its TXT record)',
-    'domains create <install-id> www.example.com',
+    'domains create <install> www.example.com',
   )
     .option('--primary', 'make it the primary domain')
     .option('--redirect-to <domain-id>', 'redirect it to another domain of the install')
     .action(async (install, name, opts, cmd) => {
       const { data } = await client(cmd).post('/v1/installs/{install_id}/domains', {
-        params: { path: { install_id: install } },
+        params: { path: { install_id: await resolve(cmd).install(install) } },
         body: {
           name,
           ...(opts.primary && { primary: true }),
@@ -352,9 +435,9 @@ ${EXIT_CODES_HELP}
   dryRunOption(
     command(
       domains,
-      'update <install-id> <domain-id>',
+      'update <install> <domain-id>',
       'Set primary, redirect or secure_all_urls',
-      'domains update <install-id> <domain-id> --primary',
+      'domains update <install> <domain-id> --primary',
     ),
   )
     .option('--primary', 'make it the primary domain')
@@ -362,7 +445,10 @@ ${EXIT_CODES_HELP}
     .option('--secure-all-urls <bool>', 'true or false')
     .action(async (install, domain, opts, cmd) => {
       const { data } = await client(cmd).patch('/v1/installs/{install_id}/domains/{domain_id}', {
-        params: { path: { install_id: install, domain_id: domain }, ...dryRunQuery(opts.dryRun) },
+        params: {
+          path: { install_id: await resolve(cmd).install(install), domain_id: domain },
+          ...dryRunQuery(opts.dryRun),
+        },
         body: {
           ...(opts.primary && { primary: true }),
           ...(opts.redirectTo && { redirect_to: opts.redirectTo }),
@@ -374,35 +460,38 @@ ${EXIT_CODES_HELP}
     });
   command(
     domains,
-    'delete <install-id> <domain-id>',
+    'delete <install> <domain-id>',
     'Remove a domain',
-    'domains delete <install-id> <domain-id>',
+    'domains delete <install> <domain-id>',
   ).action(async (install, domain, _o, cmd) => {
     await client(cmd).delete('/v1/installs/{install_id}/domains/{domain_id}', {
-      params: { path: { install_id: install, domain_id: domain } },
+      params: { path: { install_id: await resolve(cmd).install(install), domain_id: domain } },
     });
     printer(cmd).one(null);
   });
   const verify = async (install: string, domain: string, cmd: Command) => {
     const { data } = await client(cmd).post('/v1/installs/{install_id}/domains/{domain_id}/verification', {
-      params: { path: { install_id: install, domain_id: domain } },
+      params: { path: { install_id: await resolve(cmd).install(install), domain_id: domain } },
     });
     printer(cmd).one(data);
   };
   command(
     domains,
-    'verify <install-id> <domain-id>',
+    'verify <install> <domain-id>',
     'Look the TXT ownership record up now',
-    'domains verify <install-id> <domain-id>',
+    'domains verify <install> <domain-id>',
   ).action((install, domain, _o, cmd) => verify(install, domain, cmd));
 
   // ---------------------------------------------------------------- ssl certificates
-  const ssl = group(program, 'ssl', "An install's SSL certificates", 'ssl list <install-id>');
+  const ssl = group(program, 'ssl', "An install's SSL certificates", 'ssl list <install>');
   listOptions(
-    command(ssl, 'list <install-id>', 'List the certificates of an install', 'ssl list <install-id>'),
+    command(ssl, 'list <install>', 'List the certificates of an install', 'ssl list <install>'),
   ).action(async (install, opts, cmd) => {
     const page = await client(cmd).get('/v1/installs/{install_id}/ssl_certificates', {
-      params: { path: { install_id: install }, query: { limit: opts.limit, offset: opts.offset } },
+      params: {
+        path: { install_id: await resolve(cmd).install(install) },
+        query: { limit: opts.limit, offset: opts.offset },
+      },
     });
     const out = printer(cmd);
     if (out.json) return out.one(page);
@@ -416,11 +505,11 @@ ${EXIT_CODES_HELP}
   dryRunOption(
     command(
       ssl,
-      'import <install-id>',
+      'import <install>',
       'Import a certificate chain (PEM, the end-entity certificate first) and its private key; the key is never printed',
-      'ssl import <install-id> --cert fullchain.pem --key privkey.pem',
+      'ssl import <install> --cert fullchain.pem --key privkey.pem',
     ),
-    'ssl import <install-id> --cert fullchain.pem --key privkey.pem',
+    'ssl import <install> --cert fullchain.pem --key privkey.pem',
   )
     .requiredOption('--cert <file>', 'PEM file: the certificate, then its intermediates')
     .requiredOption('--key <file>', 'PEM file: the unencrypted private key (keep it mode 0600)')
@@ -430,7 +519,7 @@ ${EXIT_CODES_HELP}
         private_key: readPem(opts.key, 'private key', ctx.io).toString('base64'),
       };
       const { data } = await client(cmd).post('/v1/installs/{install_id}/ssl_certificates/third_party', {
-        params: { path: { install_id: install }, ...dryRunQuery(opts.dryRun) },
+        params: { path: { install_id: await resolve(cmd).install(install) }, ...dryRunQuery(opts.dryRun) },
         body,
       });
       if (opts.dryRun) return dryRan(cmd, data);
@@ -442,29 +531,32 @@ ${EXIT_CODES_HELP}
     });
 
   // ---------------------------------------------------------------- backups
-  const backups = group(program, 'backups', "An install's backups", 'backups list <install-id>');
+  const backups = group(program, 'backups', "An install's backups", 'backups list <install>');
   listOptions(
     command(
       backups,
-      'list <install-id>',
+      'list <install>',
       'List the backups of an install, newest first',
-      'backups list <install-id>',
+      'backups list <install>',
     ),
   ).action(async (install, opts, cmd) => {
     const page = await client(cmd).get('/v1/installs/{install_id}/backups', {
-      params: { path: { install_id: install }, query: { limit: opts.limit, offset: opts.offset } },
+      params: {
+        path: { install_id: await resolve(cmd).install(install) },
+        query: { limit: opts.limit, offset: opts.offset },
+      },
     });
     printer(cmd).list(page, ['id', 'status', 'description', 'create_time', 'complete_time']);
   });
   command(
     backups,
-    'get <install-id> <backup-id>',
+    'get <install> <backup-id>',
     'Show one backup',
-    'backups get <install-id> <backup-id>',
+    'backups get <install> <backup-id>',
   ).action(async (install, backup, _o, cmd) => {
     printer(cmd).one(
       await client(cmd).get('/v1/installs/{install_id}/backups/{backup_id}', {
-        params: { path: { install_id: install, backup_id: backup } },
+        params: { path: { install_id: await resolve(cmd).install(install), backup_id: backup } },
       }),
     );
   });
@@ -475,7 +567,7 @@ ${EXIT_CODES_HELP}
   ) => {
     const hp = client(cmd);
     const result = await hp.post('/v1/installs/{install_id}/backups', {
-      params: { path: { install_id: install } },
+      params: { path: { install_id: await resolve(cmd).install(install) } },
       body: { description: opts.description, notification_emails: opts.email ?? [] },
     });
     await started(cmd, hp, result, opts.wait);
@@ -486,7 +578,7 @@ ${EXIT_CODES_HELP}
       .option('--email <address>', 'mail the result to this address (repeat for more)', collect)
       .option('--wait', 'follow the backup until it completes (exit 7 when it fails)');
   backupOptions(
-    command(backups, 'create <install-id>', 'Take a backup', 'backups create <install-id> --wait'),
+    command(backups, 'create <install>', 'Take a backup', 'backups create <install> --wait'),
   ).action((install, opts, cmd) => backupAction(install, opts, cmd));
   const restoreAction = async (
     install: string,
@@ -496,7 +588,10 @@ ${EXIT_CODES_HELP}
   ) => {
     const hp = client(cmd);
     const result = await hp.post('/v1/installs/{install_id}/backups/{backup_id}/restore', {
-      params: { path: { install_id: install, backup_id: backup }, ...dryRunQuery(opts.dryRun) },
+      params: {
+        path: { install_id: await resolve(cmd).install(install), backup_id: backup },
+        ...dryRunQuery(opts.dryRun),
+      },
       body: { notification_emails: opts.email ?? [] },
     });
     if (opts.dryRun) return dryRan(cmd, result.data);
@@ -509,35 +604,30 @@ ${EXIT_CODES_HELP}
   restoreOptions(
     command(
       backups,
-      'restore <install-id> <backup-id>',
+      'restore <install> <backup-id>',
       "Restore an install from a backup (overwrites the install's files and database)",
-      'backups restore <install-id> <backup-id> --wait',
+      'backups restore <install> <backup-id> --wait',
     ),
   ).action((install, backup, opts, cmd) => restoreAction(install, backup, opts, cmd));
 
   // ---------------------------------------------------------------- actions (top level)
   backupOptions(
-    command(
-      program,
-      'backup <install-id>',
-      'Take a backup of an install',
-      'backup <install-id> --wait --json',
-    ),
+    command(program, 'backup <install>', 'Take a backup of an install', 'backup <install> --wait --json'),
   ).action((install, opts, cmd) => backupAction(install, opts, cmd));
   restoreOptions(
     command(
       program,
-      'restore <install-id> <backup-id>',
+      'restore <install> <backup-id>',
       "Restore an install from a backup (overwrites the install's files and database)",
-      'restore <install-id> <backup-id> --wait',
+      'restore <install> <backup-id> --wait',
     ),
   ).action((install, backup, opts, cmd) => restoreAction(install, backup, opts, cmd));
   dryRunOption(
     command(
       program,
-      'copy <from-install-id> <to-install-id>',
+      'copy <from-install> <to-install>',
       "Copy one install's files and/or database over another",
-      'copy <production-id> <staging-id> --no-database --wait',
+      'copy <production> <staging> --no-database --wait',
     ),
   )
     .option('--no-files', 'do not copy the files')
@@ -550,8 +640,8 @@ ${EXIT_CODES_HELP}
       const result = await hp.post('/v1/install_copy', {
         ...(opts.dryRun && { params: { query: { dry_run: true } } }),
         body: {
-          source_environment_id: from,
-          destination_environment_id: to,
+          source_environment_id: await resolve(cmd).install(from),
+          destination_environment_id: await resolve(cmd).install(to),
           notification_emails: opts.email ?? [],
           custom_options: {
             include_files: opts.files,
@@ -563,13 +653,13 @@ ${EXIT_CODES_HELP}
       if (opts.dryRun) return dryRan(cmd, result.data);
       await started(cmd, hp, result, opts.wait);
     });
-  command(program, 'purge <install-id>', "Purge an install's cache", 'purge <install-id> --type cdn --wait')
+  command(program, 'purge <install>', "Purge an install's cache", 'purge <install> --type cdn --wait')
     .addOption(new Option('--type <cache>', 'which cache').choices(['object', 'page', 'cdn']).default('page'))
     .option('--wait', 'follow the purge until it completes')
     .action(async (install, opts, cmd) => {
       const hp = client(cmd);
       const result = await hp.post('/v1/installs/{install_id}/purge_cache', {
-        params: { path: { install_id: install } },
+        params: { path: { install_id: await resolve(cmd).install(install) } },
         body: { type: opts.type },
       });
       await started(cmd, hp, result, opts.wait);
@@ -577,22 +667,22 @@ ${EXIT_CODES_HELP}
   dryRunOption(
     command(
       program,
-      'transfer <site-id>',
+      'transfer <site>',
       'Transfer a site to another account',
-      'transfer <site-id> --to <account-id> --at 2026-06-01T14:30:00Z',
+      'transfer <site> --to <account> --at 2026-06-01T14:30:00Z',
     ),
-    'transfer <site-id> --to <account-id>',
+    'transfer <site> --to <account>',
   )
-    .requiredOption('--to <account-id>', 'destination account')
+    .requiredOption('--to <account>', 'destination account')
     .option('--at <date-time>', 'when (RFC 3339, 1 hour to 7 days ahead; default: now)')
     .option('--maintenance-mode', 'keep the site in maintenance mode during the transfer')
     .option('--wait', 'follow the transfer until it completes (exit 7 when it fails)')
     .action(async (site, opts, cmd) => {
       const hp = client(cmd);
       const result = await hp.post('/v1/sites/{site_id}/site_transfers', {
-        params: { path: { site_id: site }, ...dryRunQuery(opts.dryRun) },
+        params: { path: { site_id: await resolve(cmd).site(site) }, ...dryRunQuery(opts.dryRun) },
         body: {
-          destination_account_id: opts.to,
+          destination_account_id: await resolve(cmd).account(opts.to),
           ...(opts.at && { scheduled_time: opts.at }),
           ...(opts.maintenanceMode && { maintenance_mode: true }),
         },
@@ -602,41 +692,44 @@ ${EXIT_CODES_HELP}
     });
   command(
     program,
-    'verify <install-id> <domain-id>',
+    'verify <install> <domain-id>',
     "Verify a domain's TXT ownership record now",
-    'verify <install-id> <domain-id>',
+    'verify <install> <domain-id>',
   ).action((install, domain, _o, cmd) => verify(install, domain, cmd));
 
   // ---------------------------------------------------------------- site transfers
-  const transfers = group(program, 'transfers', 'Site transfers', 'transfers list <site-id>');
+  const transfers = group(program, 'transfers', 'Site transfers', 'transfers list <site>');
   listOptions(
-    command(transfers, 'list <site-id>', 'List the transfers of a site', 'transfers list <site-id>'),
+    command(transfers, 'list <site>', 'List the transfers of a site', 'transfers list <site>'),
   ).action(async (site, opts, cmd) => {
     const page = await client(cmd).get('/v1/sites/{site_id}/site_transfers', {
-      params: { path: { site_id: site }, query: { limit: opts.limit, offset: opts.offset } },
+      params: {
+        path: { site_id: await resolve(cmd).site(site) },
+        query: { limit: opts.limit, offset: opts.offset },
+      },
     });
     printer(cmd).list(page, ['id', 'status', 'destination_account', 'scheduled_time', 'created_at']);
   });
   command(
     transfers,
-    'get <site-id> <transfer-id>',
+    'get <site> <transfer-id>',
     'Show one transfer',
-    'transfers get <site-id> <transfer-id>',
+    'transfers get <site> <transfer-id>',
   ).action(async (site, transfer, _o, cmd) => {
     printer(cmd).one(
       await client(cmd).get('/v1/sites/{site_id}/site_transfers/{transfer_id}', {
-        params: { path: { site_id: site, transfer_id: transfer } },
+        params: { path: { site_id: await resolve(cmd).site(site), transfer_id: transfer } },
       }),
     );
   });
   command(
     transfers,
-    'cancel <site-id> <transfer-id>',
+    'cancel <site> <transfer-id>',
     'Cancel a transfer that has not started',
-    'transfers cancel <site-id> <transfer-id>',
+    'transfers cancel <site> <transfer-id>',
   ).action(async (site, transfer, _o, cmd) => {
     await client(cmd).delete('/v1/sites/{site_id}/site_transfers/{transfer_id}', {
-      params: { path: { site_id: site, transfer_id: transfer } },
+      params: { path: { site_id: await resolve(cmd).site(site), transfer_id: transfer } },
     });
     printer(cmd).one(null);
   });
@@ -668,51 +761,56 @@ ${EXIT_CODES_HELP}
 
   // ---------------------------------------------------------------- account users
   const ROLES = ['owner', 'full', 'full,billing', 'partial', 'partial,billing'];
-  const users = group(program, 'users', "An account's users and their roles", 'users list <account-id>');
+  const users = group(program, 'users', "An account's users and their roles", 'users list <account>');
   listOptions(
-    command(users, 'list <account-id>', 'List the users of an account', 'users list <account-id>'),
+    command(users, 'list <account>', 'List the users of an account', 'users list <account>'),
   ).action(async (account, opts, cmd) => {
     const page = await client(cmd).get('/v1/accounts/{account_id}/account_users', {
-      params: { path: { account_id: account }, query: { limit: opts.limit, offset: opts.offset } },
+      params: {
+        path: { account_id: await resolve(cmd).account(account) },
+        query: { limit: opts.limit, offset: opts.offset },
+      },
     });
     printer(cmd).list(page, ['user_id', 'email', 'first_name', 'last_name', 'roles', 'invite_accepted']);
   });
   command(
     users,
-    'get <account-id> <user-id>',
+    'get <account> <user-id>',
     'Show one user of an account',
-    'users get <account-id> <user-id>',
+    'users get <account> <user-id>',
   ).action(async (account, user, _o, cmd) => {
     printer(cmd).one(
       await client(cmd).get('/v1/accounts/{account_id}/account_users/{user_id}', {
-        params: { path: { account_id: account, user_id: user } },
+        params: { path: { account_id: await resolve(cmd).account(account), user_id: user } },
       }),
     );
   });
   dryRunOption(
     command(
       users,
-      'create <account-id>',
+      'create <account>',
       'Add a user to an account (they get an invitation)',
-      'users create <account-id> --email ana@example.com --first-name Ana --last-name Diaz --roles full',
+      'users create <account> --email ana@example.com --first-name Ana --last-name Diaz --roles full',
     ),
   )
     .requiredOption('--email <address>', 'e-mail address')
     .requiredOption('--first-name <name>', 'first name')
     .requiredOption('--last-name <name>', 'last name')
     .addOption(new Option('--roles <roles>', 'roles').choices(ROLES).makeOptionMandatory())
-    .option('--install <id>', 'an install a partial user may see (repeat for more)', collect)
+    .option('--install <install>', 'an install a partial user may see (repeat for more)', collect)
     .action(async (account, opts, cmd) => {
       const { data } = await client(cmd).post('/v1/accounts/{account_id}/account_users', {
-        params: { path: { account_id: account }, ...dryRunQuery(opts.dryRun) },
+        params: { path: { account_id: await resolve(cmd).account(account) }, ...dryRunQuery(opts.dryRun) },
         body: {
           user: {
-            account_id: account,
+            account_id: await resolve(cmd).account(account),
             email: opts.email,
             first_name: opts.firstName,
             last_name: opts.lastName,
             roles: opts.roles,
-            ...(opts.install && { install_ids: opts.install }),
+            ...(opts.install && {
+              install_ids: await Promise.all(opts.install.map((i: string) => resolve(cmd).install(i))),
+            }),
           },
         },
       });
@@ -722,17 +820,25 @@ ${EXIT_CODES_HELP}
   dryRunOption(
     command(
       users,
-      'update <account-id> <user-id>',
+      'update <account> <user-id>',
       "Change a user's roles",
-      'users update <account-id> <user-id> --roles partial --install <install-id>',
+      'users update <account> <user-id> --roles partial --install <install>',
     ),
   )
     .addOption(new Option('--roles <roles>', 'roles').choices(ROLES).makeOptionMandatory())
-    .option('--install <id>', 'an install a partial user may see (repeat for more)', collect)
+    .option('--install <install>', 'an install a partial user may see (repeat for more)', collect)
     .action(async (account, user, opts, cmd) => {
       const { data } = await client(cmd).patch('/v1/accounts/{account_id}/account_users/{user_id}', {
-        params: { path: { account_id: account, user_id: user }, ...dryRunQuery(opts.dryRun) },
-        body: { roles: opts.roles, ...(opts.install && { install_ids: opts.install }) },
+        params: {
+          path: { account_id: await resolve(cmd).account(account), user_id: user },
+          ...dryRunQuery(opts.dryRun),
+        },
+        body: {
+          roles: opts.roles,
+          ...(opts.install && {
+            install_ids: await Promise.all(opts.install.map((i: string) => resolve(cmd).install(i))),
+          }),
+        },
       });
       if (opts.dryRun) return dryRan(cmd, data);
       printer(cmd).one(data);
@@ -740,13 +846,16 @@ ${EXIT_CODES_HELP}
   dryRunOption(
     command(
       users,
-      'delete <account-id> <user-id>',
+      'delete <account> <user-id>',
       'Remove a user from an account',
-      'users delete <account-id> <user-id>',
+      'users delete <account> <user-id>',
     ),
   ).action(async (account, user, opts, cmd) => {
     const { data } = await client(cmd).delete('/v1/accounts/{account_id}/account_users/{user_id}', {
-      params: { path: { account_id: account, user_id: user }, ...dryRunQuery(opts.dryRun) },
+      params: {
+        path: { account_id: await resolve(cmd).account(account), user_id: user },
+        ...dryRunQuery(opts.dryRun),
+      },
     });
     if (opts.dryRun) return dryRan(cmd, data);
     printer(cmd).one(null);
@@ -771,18 +880,24 @@ ${EXIT_CODES_HELP}
       const op = opts.wait
         ? await follow(hp, id)
         : await hp.get('/v1/operations/{operation_id}', { params: { path: { operation_id: id } } });
-      printer(cmd).one(op);
+      const out = printer(cmd);
+      out.one(op);
+      if (op.wordpress_admin?.password)
+        out.note('The WordPress administrator password is shown this once: it will not be shown again.');
     });
   listOptions(
     command(
       operations,
-      'list <install-id>',
+      'list <install>',
       "An install's operations, newest first",
-      'operations list <install-id>',
+      'operations list <install>',
     ),
   ).action(async (install, opts, cmd) => {
     const page = await client(cmd).get('/v1/installs/{install_id}/operations', {
-      params: { path: { install_id: install }, query: { limit: opts.limit, offset: opts.offset } },
+      params: {
+        path: { install_id: await resolve(cmd).install(install) },
+        query: { limit: opts.limit, offset: opts.offset },
+      },
     });
     printer(cmd).list(page, ['id', 'type', 'status', 'created_at', 'completed_at', 'error']);
   });
@@ -875,7 +990,7 @@ function readPem(file: string, what: string, io?: Io): Buffer {
   return content;
 }
 
-/** The words that run `cmd` (`users delete <account-id> <user-id>`), for help examples. */
+/** The words that run `cmd` (`users delete <account> <user-id>`), for help examples. */
 function commandLine(cmd: Command): string {
   const names: string[] = [];
   for (let at: Command | null = cmd; at?.parent; at = at.parent) names.unshift(at.name());

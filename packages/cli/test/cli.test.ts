@@ -97,7 +97,7 @@ async function activeInstall() {
     '--wait',
   ]);
   assert.equal(created.operation.status, 'completed');
-  return created.data as { id: string; site: { id: string } };
+  return created.data as { id: string; name: string; site: { id: string } };
 }
 
 /** One active install for the tests that only add domains and certificates to it (each install costs time). */
@@ -129,6 +129,52 @@ describe('issue 23: hostplane-cli (packages/cli)', () => {
     const plain = await ok(['backup', install.id, '--wait']);
     assert.match(plain.stderr, /operation [0-9a-f-]+ \(create_backup\): completed after \d+s/);
     assert.doesNotMatch(plain.stderr, /\r/);
+  });
+
+  it('issue 29 defect 10: installs, sites and accounts are taken by name: backup <name> works; an unknown name exits 4; a site name two sites carry exits 2 listing both ids', async () => {
+    const install = await sharedInstall();
+    // Before: `backup <name>` answered "400 install_id must match format "uuid"" (exit 5).
+    const backup = await json(['backup', install.name, '--wait']);
+    assert.equal(backup.operation.type, 'create_backup');
+    assert.equal(backup.operation.status, 'completed');
+    const listed = await json(['backups', 'list', install.name]);
+    assert.ok(listed.results.some((b: { id: string }) => b.id === backup.data.id));
+    assert.equal((await json(['installs', 'get', install.name])).id, install.id);
+    assert.equal((await json(['operations', 'list', install.name])).results[0].type, 'create_backup');
+
+    const unknown = await cli(['backup', 'nosuchinstall1']);
+    assert.equal(unknown.code, EXIT.notFound, unknown.stderr);
+    assert.match(unknown.stderr, /No install named "nosuchinstall1" is visible to this credential/);
+
+    const account = await json(['accounts', 'get', server.demo.accountId]);
+    assert.equal((await json(['accounts', 'get', account.name])).id, server.demo.accountId);
+    const twin = `Twin ${randomUUID().slice(0, 8)}`;
+    const a = await json(['sites', 'create', '--account', account.name, '--name', twin]);
+    const b = await json(['sites', 'create', '--account', server.demo.accountId, '--name', twin]);
+    const ambiguous = await cli(['sites', 'get', twin]);
+    assert.equal(ambiguous.code, EXIT.usage, ambiguous.stderr);
+    assert.match(
+      ambiguous.stderr,
+      new RegExp(`2 sites are named "${twin}": give the id of the one you mean`),
+    );
+    assert.ok(ambiguous.stderr.includes(a.id) && ambiguous.stderr.includes(b.id), ambiguous.stderr);
+    await ok(['sites', 'delete', b.id]);
+    assert.equal((await json(['sites', 'get', twin])).id, a.id);
+    await ok(['sites', 'delete', twin]);
+  });
+
+  it('issue 29 defect 7: installs sign-in <name> prints a single-use link (the simulated host says so)', async () => {
+    const install = await sharedInstall();
+    const r = await ok(['installs', 'sign-in', install.name]);
+    assert.match(
+      r.stdout.trim(),
+      /^https:\/\/[a-z0-9]+\.simulated\.invalid\/wp-login\.php\?hostplane_sign_in=[A-Za-z0-9_-]{43}$/,
+    );
+    assert.match(r.stderr, /it works once/);
+    assert.match(r.stderr, /simulated/);
+    const link = await json(['installs', 'sign-in', install.id]);
+    assert.equal(link.simulated, true);
+    assert.ok(Date.parse(link.expires_at) > Date.now());
   });
 
   it('people get tables; scripts get the API records with --json', async () => {

@@ -21,6 +21,7 @@ import { accountOf, installOperations } from './installs.js';
 import * as repo from './local.repo.js';
 import { secureLayout } from './modes.js';
 import { databaseNames, pathsOf } from './names.js';
+import { signInOperations } from './sign-in.js';
 import { createTaskRunner } from './tasks.js';
 import { createWebTier, type WebConfig } from './web.js';
 
@@ -156,6 +157,9 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
       once('apply_routing', call, [input.install.id], async () =>
         ctx.web ? ctx.web.applyRouting(input, call.signal) : { names: [] },
       ),
+
+    // Issue 29: a sign-in link needs WordPress, which only the web tier installs.
+    ...(ctx.web && signInOperations(ctx)),
 
     ...(ctx.web && {
       collectTraffic: (store: (installId: string, days: TrafficDay[]) => Promise<void>, now: Date) =>

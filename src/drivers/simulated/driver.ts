@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
@@ -194,6 +194,16 @@ export function createSimulatedDriver({ db, clock, durations, secretBox }: Simul
       call('apply_routing', ctx, input.install.id, async () => ({
         names: [input.default_name, ...input.domains.map((d) => d.name)],
       })),
+
+    // Issue 29: nothing serves WordPress here: a link of the right shape to a name that never resolves
+    // (the API's answer says `simulated`).
+    signInLink: async (_ctx: CallContext, input: { install: InstallRef; ttl_seconds: number }) => ({
+      done: true as const,
+      value: {
+        url: `https://${input.install.name}.simulated.invalid/wp-login.php?hostplane_sign_in=${randomBytes(32).toString('base64url')}`,
+        expires_at: new Date(clock.now().getTime() + input.ttl_seconds * 1000).toISOString(),
+      },
+    }),
 
     // The simulation keeps nothing outside its tables, which go with the install's row.
     deprovision: async () => ({ done: true as const, value: {} }),

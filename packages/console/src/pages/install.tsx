@@ -127,6 +127,7 @@ export function InstallPage(props: { installId: string }) {
           <dd>{install.primary_domain ?? '—'}</dd>
         </dl>
       )}
+      {install && <WordPress install={install} />}
       {domains && (
         <Domains
           installId={install_id}
@@ -142,6 +143,53 @@ export function InstallPage(props: { installId: string }) {
       {install && <PurgeCache installId={install_id} />}
       {install && usage && (
         <DiskUsage installId={install_id} usage={usage} reload={() => api.run(loadUsage).then(setUsage)} />
+      )}
+    </section>
+  );
+}
+
+/**
+ * Issue 29 (defect 7): the site itself (its primary domain, else its cname) and a single-use sign-in
+ * to its wp-admin, made by the API when asked (POST .../wordpress_sign_in): nobody needs the password.
+ */
+function WordPress(props: { install: Install }) {
+  const { install } = props;
+  const [link, setLink] = useState<{ url: string; expires_at: string; simulated: boolean } | null>(null);
+  const site = `http://${install.primary_domain ?? install.cname}/`;
+  const { run, busy, message } = useSubmit<void>(async (api) => {
+    setLink(null);
+    const { data } = await api.run(() =>
+      api.client.post('/v1/installs/{install_id}/wordpress_sign_in', {
+        params: { path: { install_id: install.id } },
+      }),
+    );
+    setLink(data);
+  });
+  return (
+    <section aria-labelledby="wordpress-title">
+      <h2 id="wordpress-title">WordPress</h2>
+      <p>
+        The site:{' '}
+        <a href={site} data-testid="site-link">
+          {site}
+        </a>
+      </p>
+      {message && <Alert>{message}</Alert>}
+      {install.status === 'active' ? (
+        <button type="button" onClick={() => run()} disabled={busy}>
+          {busy ? 'Making a sign-in link…' : 'Sign in to WordPress'}
+        </button>
+      ) : (
+        <p class="muted">Sign-in is offered once the install is active.</p>
+      )}
+      {link && (
+        <p role="status" data-testid="sign-in-link">
+          <a href={link.url} target="_blank" rel="noopener noreferrer">
+            Open WordPress admin
+          </a>{' '}
+          (works once, until {new Date(link.expires_at).toLocaleTimeString()})
+          {link.simulated && ' · This host is simulated: the link leads to no real site.'}
+        </p>
       )}
     </section>
   );

@@ -1,4 +1,4 @@
-import type { paths } from '@hostplane/client';
+import type { Operation, paths } from '@hostplane/client';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { messageOf, useApi, useOperation, useSubmit } from '../api.js';
 import { href } from '../router.js';
@@ -144,9 +144,12 @@ function Installs(props: { site: Site; installs: Map<string, Install>; reload: (
   const [environment, setEnvironment] = useState<(typeof ENVIRONMENTS)[number]>('production');
   const [created, setCreated] = useState<{ id: string; name: string; status: string } | null>(null);
   const provision = useOperation();
+  // Issue 29: provisioning's WordPress administrator, its password shown once (decision 116).
+  const [admin, setAdmin] = useState<WordPressAdmin | null>(null);
   const { submit, busy, errors, message } = useSubmit(
     async (api) => {
       setCreated(null);
+      setAdmin(null);
       const { data } = await api.run(() =>
         api.client.post('/v1/installs', {
           body: { name, account_id: props.site.account.id, site_id: props.site.id, environment },
@@ -161,7 +164,7 @@ function Installs(props: { site: Site; installs: Map<string, Install>; reload: (
         }),
       );
       const op = ops.results.find((o) => o.type === 'provision_install');
-      if (op) await provision.follow(api, op.id);
+      if (op) setAdmin((await provision.follow(api, op.id)).wordpress_admin ?? null);
       const now = await api.run(() =>
         api.client.get('/v1/installs/{install_id}', { params: { path: { install_id: data.id } } }),
       );
@@ -223,6 +226,51 @@ function Installs(props: { site: Site; installs: Map<string, Install>; reload: (
           Install <a href={href.install(created.id)}>{created.name}</a> is {created.status}.
         </p>
       )}
+      {created && admin && <AdminOnce admin={admin} installId={created.id} />}
+    </section>
+  );
+}
+
+type WordPressAdmin = NonNullable<Operation['wordpress_admin']>;
+
+/**
+ * Issue 29 (defect 7): the WordPress administrator provisioning made. Its password is in the
+ * operation only the first time an owner reads it, so it is shown now, saying so; without it (another
+ * tab read it, or not an owner) the install's page signs in without a password.
+ */
+function AdminOnce(props: { admin: WordPressAdmin; installId: string }) {
+  const { admin } = props;
+  return (
+    <section class="alert info" aria-labelledby="wp-admin-title" data-testid="wordpress-admin">
+      <h3 id="wp-admin-title">WordPress administrator</h3>
+      {admin.password ? (
+        <p>
+          <strong>This password is shown this once: it will not be shown again.</strong> Keep it now, or sign
+          in from the <a href={href.install(props.installId)}>install's page</a> without it.
+        </p>
+      ) : (
+        <p>
+          Sign in without a password from the <a href={href.install(props.installId)}>install's page</a>.
+        </p>
+      )}
+      <dl class="facts">
+        <dt>Username</dt>
+        <dd>
+          <code>{admin.username}</code>
+        </dd>
+        {admin.password && (
+          <>
+            <dt>Password</dt>
+            <dd>
+              <code data-testid="wordpress-password">{admin.password}</code>
+            </dd>
+          </>
+        )}
+        <dt>Sign in at</dt>
+        <dd>
+          <a href={admin.login_url}>{admin.login_url}</a>
+        </dd>
+      </dl>
     </section>
   );
 }
