@@ -228,6 +228,12 @@ export async function buildApp(deps: AppDeps) {
         }),
       );
     },
+    // Issue 30: a hosting server's credential, checked on every request (revocation is immediate).
+    agent: (agent) => {
+      appendOnRequest(agent, async (request) => {
+        request.agentServer = await services.servers.authenticate(request.headers.authorization);
+      });
+    },
     admin: (admin) => {
       appendOnRequest(admin, adminAuthHook(deps.adminToken, config.adminTokenPrevious));
       useIdempotencyKeys(

@@ -116,13 +116,16 @@ export interface Config {
    * `local` (issue 16) hosts installs under `HOSTING_ROOT` with databases on `MARIADB_URL`.
    */
   readonly driver: {
-    readonly kind: 'simulated' | 'local';
+    /** `fleet` (issue 30): every call goes to the agent of the install's server (src/fleet/). */
+    readonly kind: 'simulated' | 'local' | 'fleet';
     readonly durations: Readonly<Record<DriverOperation, number>>;
     /** Set when kind is `local`. */
     readonly local: LocalDriverConfig | null;
   };
   /** The job engine's timing (jobs/queue.ts, jobs/worker.ts). */
   readonly jobs: JobsConfig;
+  /** Issue 30: hosting servers and their agents (src/modules/servers, src/fleet). */
+  readonly fleet: FleetConfig;
   /**
    * `NODE_EXTRA_CA_CERTS`, default unset: a PEM file of extra trusted roots (Node's own variable).
    * Imported certificate chains may end under one of them, as under Node's built-in roots.
@@ -217,6 +220,33 @@ export interface LocalDriverConfig {
      * directory's TLS only, e.g. Pebble's test CA. Verification is never turned off.
      */
     readonly caBundleFile: string | null;
+  };
+}
+
+/** Issue 30: the control plane's side of the fleet, and `hostplane agent`'s settings. */
+export interface FleetConfig {
+  /** `FLEET_ENROLMENT_TTL_SECONDS`, default 3600: how long an enrolment token can be used (once). */
+  readonly enrolmentTtlSeconds: number;
+  /** `FLEET_ROTATION_GRACE_SECONDS`, default 300: the old credential's life after a rotation (or until the new one is used). */
+  readonly rotationGraceSeconds: number;
+  /** `FLEET_SILENT_SECONDS`, default 35: a server whose last heartbeat is older is silent (several missed heartbeats). */
+  readonly silentSeconds: number;
+  /** `FLEET_SILENT_FAIL_SECONDS`, default 900: a call waiting on a silent server fails after this long. */
+  readonly silentFailSeconds: number;
+  /** `FLEET_CHECK_SECONDS`, default 2: the remote driver's ask-again interval while a call is queued. */
+  readonly checkSeconds: number;
+  /** `FLEET_FETCH_WAIT_SECONDS`, default 20: the longest an agent's fetch waits for work (the long poll's bound). */
+  readonly fetchWaitSeconds: number;
+  /** `hostplane agent` only. */
+  readonly agent: {
+    /** `AGENT_CONTROL_PLANE_URL`: the control plane the agent connects to (http or https). */
+    readonly controlPlaneUrl: string | null;
+    /** `AGENT_ENROLMENT_TOKEN`: used once, when the credential file does not exist yet. */
+    readonly enrolmentToken: string | null;
+    /** `AGENT_CREDENTIAL_FILE`, default `DATA_DIR/agent-credential` (written 0600). */
+    readonly credentialFile: string;
+    /** `AGENT_HEARTBEAT_SECONDS`, default 10. */
+    readonly heartbeatSeconds: number;
   };
 }
 
@@ -474,7 +504,13 @@ export function defaultHostingRoot(dataDir: string, isRoot = process.getuid?.() 
 }
 
 function driverVars(env: Env, dataDir: string, problems: string[]): Config['driver'] {
-  const kind = enumVar(env, 'HOSTING_DRIVER', ['simulated', 'local'] as const, 'simulated', problems);
+  const kind = enumVar(
+    env,
+    'HOSTING_DRIVER',
+    ['simulated', 'local', 'fleet'] as const,
+    'simulated',
+    problems,
+  );
   const durations = Object.freeze(durationsVar(env, problems));
   if (kind !== 'local') return Object.freeze({ kind, durations, local: null });
   const mariadbUrl =
@@ -493,6 +529,28 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
     acme: Object.freeze(acmeVars(env, problems)),
   });
   return Object.freeze({ kind, durations, local });
+}
+
+function fleetVars(env: Env, dataDir: string, problems: string[]): FleetConfig {
+  const heartbeatSeconds = intVar(env, 'AGENT_HEARTBEAT_SECONDS', 10, 1, 3600, problems);
+  const token = env.AGENT_ENROLMENT_TOKEN || null;
+  if (token !== null && !/^hpe_[A-Za-z0-9_-]{20,200}$/.test(token))
+    problems.push('AGENT_ENROLMENT_TOKEN must be an enrolment token as POST /admin/v1/servers answered it');
+  return Object.freeze({
+    enrolmentTtlSeconds: intVar(env, 'FLEET_ENROLMENT_TTL_SECONDS', 3600, 60, 30 * 86_400, problems),
+    rotationGraceSeconds: intVar(env, 'FLEET_ROTATION_GRACE_SECONDS', 300, 0, 86_400, problems),
+    silentSeconds: intVar(env, 'FLEET_SILENT_SECONDS', 35, 2, 3600, problems),
+    silentFailSeconds: intVar(env, 'FLEET_SILENT_FAIL_SECONDS', 900, 1, 7 * 86_400, problems),
+    checkSeconds: intVar(env, 'FLEET_CHECK_SECONDS', 2, 1, 600, problems),
+    fetchWaitSeconds: intVar(env, 'FLEET_FETCH_WAIT_SECONDS', 20, 0, 60, problems),
+    agent: Object.freeze({
+      controlPlaneUrl:
+        urlVar(env, 'AGENT_CONTROL_PLANE_URL', ['http:', 'https:'], problems)?.replace(/\/+$/, '') ?? null,
+      enrolmentToken: token,
+      credentialFile: path.resolve(env.AGENT_CREDENTIAL_FILE || path.join(dataDir, 'agent-credential')),
+      heartbeatSeconds,
+    }),
+  });
 }
 
 /** The HTTP server's limits: the headers' and the drain's budgets fit in the whole request's. */
@@ -611,6 +669,7 @@ export function loadConfig(env: Env = process.env): Config {
       retryDelaySeconds: optionalInt(env, 'JOB_RETRY_DELAY_SECONDS', 0, 3600, problems),
       ...leaseVars(env, problems),
     }),
+    fleet: fleetVars(env, dataDir, problems),
     dbBudget: Object.freeze({
       acquireTimeoutMs: intVar(env, 'DB_ACQUIRE_TIMEOUT_MS', 1500, 100, 60_000, problems),
       apiStatementTimeoutMs: intVar(env, 'DB_API_STATEMENT_TIMEOUT_MS', 1500, 100, 600_000, problems),

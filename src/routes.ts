@@ -22,6 +22,8 @@ import type { Metrics } from './modules/metrics/metrics.service.js';
 import { offloadRoutes } from './modules/offload/offload.routes.js';
 import { operationsRoutes } from './modules/operations/operations.routes.js';
 import { reportsRoutes } from './modules/reports/reports.routes.js';
+import { agentEnrolRoutes, agentRoutes } from './modules/servers/servers.agent.routes.js';
+import { serversRoutes } from './modules/servers/servers.routes.js';
 import { signInRoutes } from './modules/sign-in/sign-in.routes.js';
 import { siteTransfersRoutes } from './modules/site-transfers/site-transfers.routes.js';
 import { sitesRoutes } from './modules/sites/sites.routes.js';
@@ -43,12 +45,13 @@ export interface MountContext extends RouteContext {
 
 /**
  * Who may call a group's routes: anyone (`public`), a Basic-auth credential (`basic`: the hook runs
- * per route after the rate limiter's, and the listed GETs use the read cache), or the admin token.
+ * per route after the rate limiter's, and the listed GETs use the read cache), the admin token, or
+ * a hosting server's agent credential (`agent`, issue 30: only /agent/v1 accepts it).
  */
-export type Guard = 'public' | 'basic' | 'admin';
+export type Guard = 'public' | 'basic' | 'admin' | 'agent';
 
 export interface RouteGroup {
-  prefix: '' | '/v1' | '/admin/v1';
+  prefix: '' | '/v1' | '/admin/v1' | '/agent/v1';
   guard: Guard;
   plugins: readonly ((ctx: MountContext) => FastifyPluginAsync)[];
 }
@@ -123,8 +126,11 @@ export const ROUTE_TABLE: readonly RouteGroup[] = [
     guard: 'admin',
     // The testing routes are always there: a feature that is off (HOSTPLANE_CLOCK, HOSTPLANE_FAULTS)
     // answers 404 saying how to turn it on.
-    plugins: [adminRoutes, adminTestingRoutes, usageAdminRoutes],
+    plugins: [adminRoutes, adminTestingRoutes, usageAdminRoutes, serversRoutes],
   },
+  // Issue 30: hosting servers' agents. Enrolment's one-time token is its own credential.
+  { prefix: '/agent/v1', guard: 'public', plugins: [agentEnrolRoutes] },
+  { prefix: '/agent/v1', guard: 'agent', plugins: [agentRoutes] },
 ];
 
 /** Registers every group of the table, each in its own scope, after `guards[group.guard]` set it up. */
@@ -160,6 +166,7 @@ export function openapiOptions(config: Config) {
           basicAuth: { type: 'http' as const, scheme: 'basic' },
           adminToken: { type: 'http' as const, scheme: 'bearer' },
           metricsToken: { type: 'http' as const, scheme: 'bearer' },
+          agentCredential: { type: 'http' as const, scheme: 'bearer' },
         },
       },
       security: [{ basicAuth: [] }],

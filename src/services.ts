@@ -8,6 +8,7 @@ import { createMariaDb } from './drivers/local/database.js';
 import { createLocalDriver } from './drivers/local/driver.js';
 import { createSimulatedDriver } from './drivers/simulated/driver.js';
 import { createFaultsService, takeInjectedFault } from './drivers/simulated/faults.js';
+import { createRemoteDriver } from './fleet/remote-driver.js';
 import type { JobHandlers } from './jobs/catalog.js';
 import { nextDue, sweepDue } from './jobs/due.js';
 import type { JobQueue } from './jobs/queue.js';
@@ -52,6 +53,8 @@ import { createOperationRecords, createOperationsService } from './modules/opera
 import { createReportJobs } from './modules/reports/reports.jobs.js';
 import { createReportsService } from './modules/reports/reports.service.js';
 import { createRoutingJob, createRoutingRequests } from './modules/routing/routing.service.js';
+import { createFleetCalls } from './modules/servers/servers.calls.service.js';
+import { createServersService } from './modules/servers/servers.service.js';
 import { createSignInService } from './modules/sign-in/sign-in.service.js';
 import { createSiteTransferJobs } from './modules/site-transfers/site-transfers.jobs.js';
 import { createSiteTransfersService } from './modules/site-transfers/site-transfers.service.js';
@@ -101,7 +104,20 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const audit = createAuditService({ db, clock });
   const accounts = createAccountsService({ db });
   const sites = createSitesService({ db, accounts });
-  const made = driver ? null : configuredDriver({ config, db, clock, secretKey });
+  // Issue 30: hosting servers and the calls routed to their agents (HOSTING_DRIVER=fleet).
+  const servers = createServersService({ db, clock, queue, fleet: config.fleet });
+  const fleetCalls = createFleetCalls({
+    db,
+    clock,
+    queue,
+    secretBox: createSecretBox(secretKey, config.secretKeyOld),
+    fleet: config.fleet,
+  });
+  const made = driver
+    ? null
+    : config.driver.kind === 'fleet'
+      ? createRemoteDriver(fleetCalls)
+      : configuredDriver({ config, db, clock, secretKey });
   const hosting = driver ?? (made as HostingDriver);
   const outbox = createOutbox({ db, queue, mailer: mailer ?? createMailer(config), clock });
   // Issue 22: events are recorded in the transactions of the state changes (below them all).
@@ -320,6 +336,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     reports,
     siteTransfers,
     outbox,
+    servers,
+    fleetCalls,
     driver: hosting,
     /** Closes what the services opened for the driver (the local driver's MariaDB pool), not an injected one. */
     closeDriver: async () => {
@@ -339,8 +357,11 @@ export function createServices({ config, database, clock, secretKey, queue, driv
 
 export type Services = ReturnType<typeof createServices>;
 
-/** The driver HOSTING_DRIVER names: the simulated one (default) or the local one (issue 16). */
-function configuredDriver({
+/**
+ * The driver HOSTING_DRIVER names: the simulated one (default) or the local one (issue 16); `fleet`
+ * is made above (issue 30). `hostplane agent` runs this one for its own server's calls.
+ */
+export function configuredDriver({
   config,
   db,
   clock,

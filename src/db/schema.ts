@@ -1007,3 +1007,96 @@ export const acmeOrders = pgTable(
   },
   (t) => [index('acme_orders_install_id_idx').on(t.install_id)],
 );
+
+// Issue 30: a fleet of hosting servers (src/modules/servers, src/fleet).
+
+/**
+ * A hosting server whose agent runs the driver for the installs placed there. Its credentials are
+ * stored as SHA-256 hashes only: the enrolment token (one use, expiring), the agent's credential and,
+ * for a short grace after a rotation, the one before it.
+ */
+export const servers = pgTable(
+  'servers',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    name: text('name').notNull(),
+    /** `region` (the accounts' `preferred_data_center`), `plan`, any other: string to string. */
+    labels: jsonb('labels').$type<Record<string, string>>().notNull().default({}),
+    ipv4: text('ipv4').array().notNull().default(sql`'{}'::text[]`),
+    ipv6: text('ipv6').array().notNull().default(sql`'{}'::text[]`),
+    /** How many installs the server may hold (placement's free capacity). */
+    capacity_installs: integer('capacity_installs').notNull(),
+    /** `active`; `cordoned` and `draining` get no new installs (modules/servers/servers.schemas.ts). */
+    state: text('state').notNull().default('active'),
+    enrolment_hash: text('enrolment_hash'),
+    enrolment_expires_at: timestamp('enrolment_expires_at', { withTimezone: true, mode: 'date' }),
+    credential_hash: text('credential_hash'),
+    previous_credential_hash: text('previous_credential_hash'),
+    previous_valid_until: timestamp('previous_valid_until', { withTimezone: true, mode: 'date' }),
+    agent_version: text('agent_version'),
+    /** The agent process that fetched last: a new one gives the server's active jobs back. */
+    agent_session: text('agent_session'),
+    last_heartbeat_at: timestamp('last_heartbeat_at', { withTimezone: true, mode: 'date' }),
+    /** The last heartbeat's capacity report (disk, memory, load, installs). */
+    reported: jsonb('reported'),
+    created_at: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('servers_name_key').on(t.name),
+    index('servers_created_idx').on(t.created_at, t.id),
+    check('servers_state_check', sql`${t.state} in ('active', 'cordoned', 'draining')`),
+  ],
+);
+
+/**
+ * Where an install is hosted (HOSTING_DRIVER=fleet): its server and the generation of that placement
+ * (a move bumps it; calls of an older generation are refused). A server with installs cannot be deleted;
+ * the placement goes when the install's deprovision call is done.
+ */
+export const installPlacements = pgTable(
+  'install_placements',
+  {
+    /** No foreign key: the placement outlives the install row until its deprovision call is done. */
+    install_id: uuid('install_id').primaryKey(),
+    server_id: uuid('server_id')
+      .notNull()
+      .references(() => servers.id, { onDelete: 'restrict' }),
+    generation: integer('generation').notNull().default(1),
+    placed_at: timestamp('placed_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [index('install_placements_server_idx').on(t.server_id, t.install_id)],
+);
+
+/**
+ * One driver call routed to a server's agent, by its `(method, key)`: the input and the result sealed
+ * (secret box, context `fleet-call:<id>`), its state (`queued`, `done`, `failed`) and the pg-boss job
+ * of its current ask.
+ */
+export const fleetCalls = pgTable(
+  'fleet_calls',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    method: text('method').notNull(),
+    key: text('key').notNull(),
+    server_id: uuid('server_id')
+      .notNull()
+      .references(() => servers.id, { onDelete: 'cascade' }),
+    install_id: uuid('install_id').notNull(),
+    generation: integer('generation').notNull(),
+    input_sealed: text('input_sealed').notNull(),
+    state: text('state').notNull().default('queued'),
+    result_sealed: text('result_sealed'),
+    error: text('error'),
+    final: boolean('final').notNull().default(false),
+    /** Why the call waits (its server is silent), shown to whoever reads the call. */
+    waiting_reason: text('waiting_reason'),
+    job_id: uuid('job_id'),
+    created_at: createdAt(),
+    settled_at: timestamp('settled_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [
+    uniqueIndex('fleet_calls_method_key_key').on(t.method, t.key),
+    index('fleet_calls_server_state_idx').on(t.server_id, t.state),
+    check('fleet_calls_state_check', sql`${t.state} in ('queued', 'done', 'failed')`),
+  ],
+);

@@ -36,6 +36,15 @@ export async function putBack(tx: Db, name: string, ids: string[], message: stri
   return rows.map((r) => r.id);
 }
 
+/** Issue 30: the active jobs of one queue (a server's, whose agent restarted). */
+export async function activeIds(tx: Db, name: string): Promise<string[]> {
+  const rows = await queryRows<{ id: string }>(
+    tx,
+    sql`select id from ${job} where name = ${name} and state = 'active'`,
+  );
+  return rows.map((r) => r.id);
+}
+
 /** Wakes idle workers of a queue when the transaction commits (LISTEN, jobs/queue.listen.ts). */
 export async function wake(tx: Db, name: string) {
   await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${name})`);

@@ -9,11 +9,13 @@ import { leasing } from './queue.leases.js';
 import { listenForJobs } from './queue.listen.js';
 import { exhaustedQueue } from './queue.names.js';
 import { sending } from './queue.send.js';
+import { serverQueues } from './queue.servers.js';
 import { settling } from './queue.settle.js';
 import { type StartOptions, startQueues } from './queue.start.js';
 
 export type { FetchOptions, QueuedJob } from './queue.fetch.js';
 export { BOSS_SCHEMA, exhaustedQueue, jobOfQueue, WAKE_CHANNEL } from './queue.names.js';
+export { serverQueue } from './queue.servers.js';
 export type { FailOptions } from './queue.settle.js';
 export type { StartOptions } from './queue.start.js';
 
@@ -78,6 +80,7 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
     ...fetching(ctx),
     ...settling(ctx),
     ...leasing(ctx),
+    ...serverQueues(ctx),
 
     /** Runs pg-boss maintenance now: jobs active past their expiry are retried (a dead worker's). */
     async expireNow() {

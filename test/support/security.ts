@@ -1203,6 +1203,34 @@ export const ROUTES: readonly SecuredRoute[] = [
   admin('GET', '/admin/v1/faults', 'adminListFaults'),
   admin('GET', '/admin/v1/mail', 'adminListMail'),
   admin('POST', '/admin/v1/usage', 'adminIngestUsage'),
+  // Issue 30: hosting servers.
+  admin('POST', '/admin/v1/servers', 'adminCreateServer'),
+  admin('GET', '/admin/v1/servers', 'adminListServers'),
+  admin('GET', '/admin/v1/servers/:server_id', 'adminGetServer'),
+  admin('PATCH', '/admin/v1/servers/:server_id', 'adminUpdateServer'),
+  admin('DELETE', '/admin/v1/servers/:server_id', 'adminDeleteServer'),
+  admin('POST', '/admin/v1/servers/:server_id/enrolment', 'adminNewServerEnrolment'),
+  admin('POST', '/admin/v1/servers/:server_id/revoke', 'adminRevokeServerCredential'),
+  admin('GET', '/admin/v1/servers/:server_id/installs', 'adminListServerInstalls'),
+  // Issue 30: the agent protocol: a server's own credential (or the one-time enrolment token), tested
+  // with two servers there (401 without, revoked or with a Basic/admin credential; 403 on another's call).
+  ...(
+    [
+      ['POST', '/agent/v1/enrol', 'agentEnrol'],
+      ['POST', '/agent/v1/heartbeat', 'agentHeartbeat'],
+      ['POST', '/agent/v1/credential', 'agentRotateCredential'],
+      ['POST', '/agent/v1/calls/fetch', 'agentFetchCalls'],
+      ['POST', '/agent/v1/calls/:call_id/report', 'agentReportCall'],
+    ] as const
+  ).map(
+    ([method, path, operationId]): DelegatedRoute => ({
+      kind: 'delegated',
+      method,
+      path,
+      operationId,
+      file: 'test/api/servers.test.ts',
+    }),
+  ),
   admin('PUT', '/admin/v1/accounts/:account_id/limits', 'adminPutAccountLimits'),
   admin('DELETE', '/admin/v1/accounts/:account_id/limits', 'adminResetAccountLimits'),
 

@@ -35,6 +35,8 @@ const REF_ID = 'platform';
 export const EXTENSIONS: readonly string[] = [
   // The operator API (design.md): not part of the platform's interface.
   'ANY /admin/v1/*',
+  // Issue 30: the hosting servers' agents.
+  'ANY /agent/v1/*',
   // Probes and the interactive documentation.
   'GET /healthz',
   'GET /readyz',

@@ -1,0 +1,95 @@
+import {
+  type CallContext,
+  DriverError,
+  type DriverFile,
+  type DriverOperation,
+  type DriverResult,
+  type HostingDriver,
+  type InstallRef,
+} from '../drivers/driver.js';
+
+/** What the remote driver needs of the control plane's fleet calls (modules/servers). */
+export interface FleetCallsPort {
+  ask(spec: {
+    method: string;
+    operation: DriverOperation;
+    key: string;
+    installId: string;
+    input: unknown;
+  }): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date }>;
+  forgetAdminPassword(installId: string): Promise<void>;
+  /** The server an install is placed on (null: not placed). */
+  serverOf(installId: string): Promise<string | null>;
+}
+
+/** The calls an agent runs: the driver method, with the operation it is part of. */
+export const REMOTE_METHODS = {
+  provision: 'provision',
+  copy: 'copy',
+  backup: 'backup',
+  restore: 'restore',
+  measureDisk: 'measure_disk',
+  purgeCache: 'purge_cache',
+  issueCertificate: 'issue_certificate',
+  applyRouting: 'apply_routing',
+  deprovision: 'deprovision',
+} as const satisfies Record<string, DriverOperation>;
+export type RemoteMethod = keyof typeof REMOTE_METHODS;
+
+const ESTIMATES: Record<DriverOperation, number> = {
+  provision: 120,
+  copy: 300,
+  backup: 300,
+  restore: 300,
+  measure_disk: 30,
+  purge_cache: 5,
+  move_site: 1,
+  issue_certificate: 120,
+  apply_routing: 10,
+  deprovision: 60,
+};
+
+/**
+ * Issue 30 (`HOSTING_DRIVER=fleet`): every call for an install goes to the agent of the install's
+ * server, through its queue (modules/servers/servers.calls.service.ts), and answers ask-again until
+ * the agent reported it: the driver's semantics (keyed, idempotent, `DriverResult`) unchanged.
+ */
+export function createRemoteDriver(calls: FleetCallsPort): HostingDriver {
+  const ask = <T>(method: RemoteMethod, ctx: CallContext, installId: string, input: unknown) =>
+    calls.ask({ method, operation: REMOTE_METHODS[method], key: ctx.key, installId, input }) as Promise<
+      DriverResult<T>
+    >;
+  return {
+    name: 'fleet',
+    // The agents' local driver keeps home and siteurl in the install's database (issue 21).
+    routingInContent: true,
+    estimateSeconds: (operation) => ESTIMATES[operation],
+    provision: (ctx, install) => ask('provision', ctx, install.id, install),
+    forgetAdminPassword: (installId) => calls.forgetAdminPassword(installId),
+    async copy(ctx, input) {
+      const [from, to] = await Promise.all([
+        calls.serverOf(input.source.id),
+        calls.serverOf(input.destination.id),
+      ]);
+      if (from && to && from !== to)
+        throw new DriverError(
+          'copy',
+          'the source and destination installs are on different hosting servers: copies across servers are not supported yet',
+          true,
+        );
+      return ask('copy', ctx, input.destination.id, input);
+    },
+    backup: (ctx, install) => ask('backup', ctx, install.id, install),
+    restore: (ctx, input) => ask('restore', ctx, input.install.id, input),
+    measureDisk: (ctx, install) => ask('measureDisk', ctx, install.id, install),
+    purgeCache: (ctx, input) => ask('purgeCache', ctx, input.install_id, input),
+    // A site transfer changes accounts only: nothing moves on the hosting servers.
+    moveSite: async () => ({ done: true, value: {} }),
+    issueCertificate: (ctx, input) => ask('issueCertificate', ctx, input.install.id, input),
+    applyRouting: (ctx, input) => ask('applyRouting', ctx, input.install.id, input),
+    deprovision: (ctx, install: InstallRef) => ask('deprovision', ctx, install.id, install),
+    async exportArchive(): Promise<DriverFile> {
+      throw new DriverError('backup', 'archive downloads through an agent are not supported yet', true);
+    },
+  };
+}

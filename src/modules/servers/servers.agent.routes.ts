@@ -1,0 +1,163 @@
+import type { FastifyRequest } from 'fastify';
+import { Errors } from '../../errors.js';
+import { connected } from '../../http/auth.js';
+import { errorResponses } from '../../http/schemas.js';
+import type { RouteContext, RoutesPlugin } from '../../route-context.js';
+import {
+  CallList,
+  CallParams,
+  CredentialSchema,
+  EnrolBody,
+  FetchBody,
+  HeartbeatBody,
+  HeartbeatSchema,
+  ReportBody,
+  ReportSchema,
+  RotatedSchema,
+} from './servers.agent.schemas.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Issue 30: the server whose agent credential authenticated the request (`/agent/v1`). */
+    agentServer?: { serverId: string; credentialHash: string };
+  }
+}
+
+const tags = ['Agent'];
+const security = [{ agentCredential: [] }];
+
+/** The server of an authenticated agent request (the guard set it), else 401. */
+function agentOf(request: FastifyRequest) {
+  const agent = request.agentServer;
+  if (!agent) throw new Error('agent route without the agent guard');
+  return agent;
+}
+
+/** Issue 30: enrolment (no credential yet: the one-time token is the secret). */
+export function agentEnrolRoutes({ services }: RouteContext): RoutesPlugin {
+  return async (app) => {
+    app.post(
+      '/enrol',
+      {
+        schema: {
+          operationId: 'agentEnrol',
+          tags,
+          security: [],
+          summary: "Exchange a one-time enrolment token for the server's credential (shown once)",
+          body: EnrolBody,
+          response: { 201: CredentialSchema, ...errorResponses(400, 413, 415) },
+        },
+      },
+      async (request, reply) => reply.status(201).send(await services.servers.enrol(request.body.token)),
+    );
+  };
+}
+
+/** Issue 30: the agent protocol, behind the server's own credential (the `agent` guard). */
+export function agentRoutes({ services }: RouteContext): RoutesPlugin {
+  const { servers, fleetCalls } = services;
+  return async (app) => {
+    app.post(
+      '/heartbeat',
+      {
+        schema: {
+          operationId: 'agentHeartbeat',
+          tags,
+          security,
+          summary: 'The agent is alive: its version and its capacity',
+          body: HeartbeatBody,
+          response: { 200: HeartbeatSchema, ...errorResponses(400, 409, 413, 415) },
+        },
+      },
+      async (request) => {
+        const beat = await servers.heartbeat(agentOf(request).serverId, request.body);
+        return { server_id: beat.server_id, name: beat.name, state: beat.state };
+      },
+    );
+
+    app.post(
+      '/credential',
+      {
+        schema: {
+          operationId: 'agentRotateCredential',
+          tags,
+          security,
+          summary: 'A new credential; the one used stays valid until the new one is used, or the grace ends',
+          response: { 201: RotatedSchema, ...errorResponses(409) },
+        },
+      },
+      async (request, reply) => {
+        const { serverId, credentialHash } = agentOf(request);
+        const rotated = await servers.rotate(serverId, credentialHash);
+        return reply.status(201).send({
+          credential: rotated.credential,
+          previous_valid_until: rotated.previous_valid_until.toISOString(),
+        });
+      },
+    );
+
+    app.post(
+      '/calls/fetch',
+      {
+        schema: {
+          operationId: 'agentFetchCalls',
+          tags,
+          security,
+          summary: "The server's own calls (long poll, bounded by FLEET_FETCH_WAIT_SECONDS)",
+          body: FetchBody,
+          response: { 200: CallList, ...errorResponses(400, 413, 415) },
+        },
+      },
+      async (request) => {
+        const { serverId } = agentOf(request);
+        await servers.session(serverId, request.body.session);
+        const abort = new AbortController();
+        const gone = () => {
+          if (!connected(request)) abort.abort();
+        };
+        request.raw.on('close', gone);
+        try {
+          const calls = await fleetCalls.fetch(
+            serverId,
+            request.body.max ?? 5,
+            request.body.wait_seconds ?? 20,
+            abort.signal,
+          );
+          return { calls };
+        } finally {
+          request.raw.off('close', gone);
+        }
+      },
+    );
+
+    app.post(
+      '/calls/:call_id/report',
+      {
+        schema: {
+          operationId: 'agentReportCall',
+          tags,
+          security,
+          summary: "A call's outcome: done (its result), pending (ask again at check_at) or failed",
+          params: CallParams,
+          body: ReportBody,
+          response: { 200: ReportSchema, ...errorResponses(400, 403, 404, 413, 415) },
+        },
+      },
+      async (request) => {
+        const { serverId } = agentOf(request);
+        const body = request.body;
+        if (body.status === 'pending' && !body.check_at)
+          throw Errors.invalidValue('call', 'check_at', 'A pending report needs check_at');
+        if (body.status === 'failed' && !body.error)
+          throw Errors.invalidValue('call', 'error', 'A failed report needs error');
+        const outcome =
+          body.status === 'done'
+            ? { status: 'done' as const, result: body.result ?? null }
+            : body.status === 'pending'
+              ? { status: 'pending' as const, check_at: body.check_at ?? '' }
+              : { status: 'failed' as const, error: body.error ?? '', final: body.final ?? false };
+        return fleetCalls.report(serverId, request.params.call_id, body.job_id, outcome);
+      },
+    );
+  };
+}

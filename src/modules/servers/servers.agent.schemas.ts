@@ -1,0 +1,81 @@
+import { Type } from 'typebox';
+import { DateTime, Uuid } from '../../http/schemas.js';
+import { ServerReport } from './servers.schemas.js';
+
+/** Issue 30: the agent protocol (`/agent/v1`), spoken by `hostplane agent` (src/fleet/agent.ts). */
+
+export const EnrolBody = Type.Object(
+  { token: Type.String({ minLength: 1, maxLength: 200, description: 'The one-time enrolment token' }) },
+  { additionalProperties: false },
+);
+export const CredentialSchema = Type.Object({
+  server_id: Uuid(),
+  credential: Type.String({ description: 'Shown once: the agent keeps it in a 0600 file' }),
+});
+export const RotatedSchema = Type.Object({
+  credential: Type.String({ description: 'Shown once' }),
+  previous_valid_until: DateTime(),
+});
+
+export const HeartbeatBody = Type.Object(
+  {
+    protocol: Type.Integer({ minimum: 1, maximum: 1000, description: 'The agent protocol it speaks' }),
+    agent_version: Type.String({ minLength: 1, maxLength: 64, pattern: '^[\\x21-\\x7e]+$' }),
+    report: ServerReport,
+  },
+  { additionalProperties: false },
+);
+export const HeartbeatSchema = Type.Object({
+  server_id: Uuid(),
+  name: Type.String(),
+  state: Type.String(),
+});
+
+export const FetchBody = Type.Object(
+  {
+    session: Type.String({
+      minLength: 8,
+      maxLength: 64,
+      pattern: '^[A-Za-z0-9_-]+$',
+      description: 'The agent process: a new one gives back the calls the previous one held',
+    }),
+    max: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, default: 5 })),
+    wait_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 60,
+        default: 20,
+        description: 'Long poll (bounded by the server)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export const CallSchema = Type.Object({
+  id: Uuid(),
+  job_id: Uuid(),
+  method: Type.String(),
+  key: Type.String(),
+  input: Type.Unknown(),
+  envelope: Type.Object({
+    server_id: Uuid(),
+    install_id: Uuid(),
+    generation: Type.Integer({ minimum: 1 }),
+  }),
+});
+export const CallList = Type.Object({ calls: Type.Array(CallSchema) });
+
+export const CallParams = Type.Object({ call_id: Uuid() });
+/** One object (not a union: Fastify's validator strips properties of a union's failed branches). */
+export const ReportBody = Type.Object(
+  {
+    job_id: Uuid(),
+    status: Type.String({ enum: ['done', 'pending', 'failed'] }),
+    result: Type.Optional(Type.Unknown({ description: "done: the driver call's value" })),
+    check_at: Type.Optional(DateTime()),
+    error: Type.Optional(Type.String({ minLength: 1, maxLength: 10_000, description: 'failed' })),
+    final: Type.Optional(Type.Boolean({ description: 'failed: a retry cannot change it' })),
+  },
+  { additionalProperties: false },
+);
+export const ReportSchema = Type.Object({ state: Type.String({ enum: ['queued', 'done', 'failed'] }) });

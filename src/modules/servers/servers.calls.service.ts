@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../../clock.js';
+import type { FleetConfig } from '../../config.js';
+import type { Db } from '../../db/client.js';
+import { withTransaction } from '../../db/transaction.js';
+import { DriverError, type DriverOperation } from '../../drivers/driver.js';
+import { Errors } from '../../errors.js';
+import type { JobQueue } from '../../jobs/queue.js';
+import type { SecretBox } from '../../secrets.js';
+import * as repo from './servers.repo.js';
+
+/** What a remote driver call is, as the driver names it (its method) and as an operation (errors). */
+export interface CallSpec {
+  method: string;
+  operation: DriverOperation;
+  key: string;
+  installId: string;
+  input: unknown;
+}
+
+/** One call as an agent receives it: the envelope (server, install, placement generation) and the call. */
+export interface HandedCall {
+  id: string;
+  job_id: string;
+  method: string;
+  key: string;
+  input: unknown;
+  envelope: { server_id: string; install_id: string; generation: number };
+}
+
+export type CallOutcome =
+  | { status: 'done'; result: unknown }
+  | { status: 'pending'; check_at: string }
+  | { status: 'failed'; error: string; final: boolean };
+
+const MAX_ERROR = 2000;
+/** The longest an agent may defer the next ask of a call. */
+const MAX_DEFER_MS = 3_600_000;
+const POLL_MS = 250;
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+
+/**
+ * Issue 30: driver calls routed to the agents (docs/decisions.md #152, #155). The remote driver asks
+ * (`ask`); the agent of the install's server fetches (`fetch`) and reports (`report`). A call is its
+ * `(method, key)`, so asking again, fetching again and reporting again never do the work twice.
+ */
+export function createFleetCalls({
+  db,
+  clock,
+  queue,
+  secretBox,
+  fleet,
+}: {
+  db: Db;
+  clock: Clock;
+  queue: Pick<JobQueue, 'sendToServer' | 'fetchForServer' | 'completeServerJob'>;
+  secretBox: SecretBox;
+  fleet: FleetConfig;
+}) {
+  const seal = (id: string, value: unknown) =>
+    secretBox.seal(Buffer.from(JSON.stringify(value ?? null), 'utf8'), `fleet-call:${id}`);
+  const open = (id: string, sealed: string): unknown =>
+    JSON.parse(secretBox.open(sealed, `fleet-call:${id}`).toString('utf8'));
+  const later = () => new Date(clock.now().getTime() + fleet.checkSeconds * 1000);
+
+  /** Places the install on a server (once; the install's row locked): decision #156. */
+  async function place(installId: string, operation: DriverOperation) {
+    return withTransaction(db, async (tx) => {
+      const install = await repo.lockInstall(tx, installId);
+      if (!install) throw new DriverError(operation, `install ${installId} no longer exists`, true);
+      const liveSince = new Date(clock.now().getTime() - fleet.silentSeconds * 1000);
+      const serverId = await repo.pickServer(tx, install.preferred_data_center, liveSince);
+      if (!serverId) {
+        const where = install.preferred_data_center ? ` in region ${install.preferred_data_center}` : '';
+        throw new DriverError(operation, `no live, active hosting server${where} has room for the install`);
+      }
+      await repo.insertPlacement(tx, installId, serverId, clock.now());
+    });
+  }
+
+  /** A queued call: waiting (with the reason while its server is silent), or failed after the bound. */
+  async function waiting(call: repo.CallRow, operation: DriverOperation) {
+    const placement = await repo.placementOf(db, call.install_id);
+    const heartbeat = placement?.last_heartbeat_at ?? null;
+    const now = clock.now().getTime();
+    const silent = !heartbeat || now - heartbeat.getTime() > fleet.silentSeconds * 1000;
+    if (!silent) {
+      if (call.waiting_reason) await repo.updateCall(db, call.id, { waiting_reason: null });
+      return { done: false as const, checkAt: later() };
+    }
+    const name = placement?.server_name ?? call.server_id;
+    const since = Math.max(heartbeat?.getTime() ?? 0, call.created_at.getTime());
+    const reason = heartbeat
+      ? `hosting server ${name} is silent (last heartbeat ${heartbeat.toISOString()})`
+      : `hosting server ${name} has no agent heartbeat yet`;
+    if (now - since > fleet.silentFailSeconds * 1000) {
+      const error = `${reason}: the call waited ${fleet.silentFailSeconds} s and was given up`;
+      await repo.updateCall(db, call.id, {
+        state: 'failed',
+        error,
+        final: true,
+        settled_at: clock.now(),
+      });
+      throw new DriverError(operation, error, true);
+    }
+    if (call.waiting_reason !== reason) await repo.updateCall(db, call.id, { waiting_reason: reason });
+    return { done: false as const, checkAt: later() };
+  }
+
+  /**
+   * A settled call: its result, or its failure as a DriverError. A failure a retry can change (not
+   * `final`) puts the call back in its server's queue first, so the job's retry asks a fresh run.
+   */
+  const settled = async (call: repo.CallRow, operation: DriverOperation) => {
+    if (call.state === 'done')
+      return { done: true as const, value: call.result_sealed ? open(call.id, call.result_sealed) : null };
+    if (!call.final)
+      await withTransaction(db, async (tx) => {
+        const jobId = await queue.sendToServer(tx, call.server_id, call.id);
+        await repo.updateCall(tx, call.id, { state: 'queued', job_id: jobId, settled_at: null });
+      });
+    throw new DriverError(operation, call.error ?? 'failed', call.final);
+  };
+
+  return {
+    /**
+     * The remote driver's one entry: the call's result once the agent reported it, else
+     * `{done:false, checkAt}` (the first ask queues it on the install's server).
+     */
+    async ask(spec: CallSpec): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date }> {
+      const existing = await repo.callByKey(db, spec.method, spec.key);
+      if (existing)
+        return existing.state === 'queued'
+          ? waiting(existing, spec.operation)
+          : settled(existing, spec.operation);
+      let placement = await repo.placementOf(db, spec.installId);
+      if (!placement) {
+        // Nothing was ever placed for a deleted install: nothing to remove.
+        if (spec.method === 'deprovision') return { done: true, value: {} };
+        await place(spec.installId, spec.operation);
+        placement = await repo.placementOf(db, spec.installId);
+        if (!placement) throw new DriverError(spec.operation, 'the install could not be placed');
+      }
+      const { server_id, generation } = placement;
+      const id = randomUUID();
+      await withTransaction(db, async (tx) => {
+        const inserted = await repo.insertCall(tx, {
+          id,
+          method: spec.method,
+          key: spec.key,
+          server_id,
+          install_id: spec.installId,
+          generation,
+          input_sealed: seal(id, spec.input),
+          created_at: clock.now(),
+        });
+        if (!inserted) return;
+        const jobId = await queue.sendToServer(tx, server_id, id);
+        await repo.updateCall(tx, id, { job_id: jobId });
+      });
+      return { done: false, checkAt: later() };
+    },
+
+    /** Issue 21: drops the administrator password from the install's stored provision results. */
+    async forgetAdminPassword(installId: string) {
+      for (const call of await repo.settledCallsOf(db, installId, 'provision')) {
+        if (!call.result_sealed) continue;
+        const value = open(call.id, call.result_sealed) as { wordpress_admin?: { password: string | null } };
+        if (!value.wordpress_admin?.password) continue;
+        value.wordpress_admin.password = null;
+        await repo.updateCall(db, call.id, { result_sealed: seal(call.id, value) });
+      }
+    },
+
+    serverOf: async (installId: string) => (await repo.placementOf(db, installId))?.server_id ?? null,
+
+    /**
+     * An agent's fetch: up to `max` calls of its own server's queue, waiting up to `waitSeconds`
+     * (bounded by FLEET_FETCH_WAIT_SECONDS) for one. A call already settled, or of a placement
+     * generation the install has left, is never handed out.
+     */
+    async fetch(
+      serverId: string,
+      max: number,
+      waitSeconds: number,
+      signal?: AbortSignal,
+    ): Promise<HandedCall[]> {
+      const deadline = Date.now() + Math.min(waitSeconds, fleet.fetchWaitSeconds) * 1000;
+      for (;;) {
+        const handed: HandedCall[] = [];
+        for (const job of await queue.fetchForServer(serverId, max)) {
+          const call = await repo.callById(db, job.callId);
+          if (!call || call.server_id !== serverId || call.state !== 'queued') {
+            await withTransaction(db, (tx) => queue.completeServerJob(tx, serverId, job.jobId));
+            continue;
+          }
+          const current = await repo.generationOf(db, call.install_id, serverId);
+          if (current !== call.generation) {
+            await withTransaction(db, async (tx) => {
+              await repo.updateCall(tx, call.id, {
+                state: 'failed',
+                final: true,
+                error: `stale placement: the call was for generation ${call.generation} on server ${serverId}, the install is at ${current ?? 'another server'}`,
+                settled_at: clock.now(),
+              });
+              await queue.completeServerJob(tx, serverId, job.jobId);
+            });
+            continue;
+          }
+          handed.push({
+            id: call.id,
+            job_id: job.jobId,
+            method: call.method,
+            key: call.key,
+            input: open(call.id, call.input_sealed),
+            envelope: { server_id: serverId, install_id: call.install_id, generation: call.generation },
+          });
+        }
+        if (handed.length > 0 || Date.now() >= deadline || signal?.aborted) return handed;
+        await sleep(Math.min(POLL_MS, deadline - Date.now()), signal);
+      }
+    },
+
+    /**
+     * An agent's report on one of its calls: 404 unknown, 403 another server's. A call settled already
+     * is acknowledged as it is (a retried report); `pending` queues the call's next ask at `check_at`.
+     */
+    async report(serverId: string, callId: string, jobId: string, outcome: CallOutcome) {
+      return withTransaction(db, async (tx) => {
+        const call = await repo.callById(tx, callId, true);
+        if (!call) throw Errors.notFound();
+        if (call.server_id !== serverId) throw Errors.forbidden();
+        if (call.state !== 'queued') {
+          await queue.completeServerJob(tx, serverId, jobId);
+          return { state: call.state };
+        }
+        const now = clock.now();
+        if (outcome.status === 'pending') {
+          await queue.completeServerJob(tx, serverId, jobId);
+          // A report of an ask already asked again (a retried report) queues nothing more.
+          if (call.job_id !== jobId) return { state: call.state };
+          // pg-boss counts start_after in the database's time: the delay goes, not our clock's instant.
+          const delayMs = Math.min(Math.max(Date.parse(outcome.check_at) - now.getTime(), 0), MAX_DEFER_MS);
+          const next = await queue.sendToServer(tx, serverId, call.id, Math.ceil(delayMs / 1000));
+          await repo.updateCall(tx, call.id, { job_id: next, waiting_reason: null });
+          return { state: 'queued' };
+        }
+        if (outcome.status === 'done') {
+          await repo.updateCall(tx, call.id, {
+            state: 'done',
+            result_sealed: seal(call.id, outcome.result),
+            waiting_reason: null,
+            settled_at: now,
+          });
+          if (call.method === 'deprovision') await repo.deletePlacement(tx, call.install_id, call.generation);
+        } else {
+          await repo.updateCall(tx, call.id, {
+            state: 'failed',
+            error: outcome.error.slice(0, MAX_ERROR),
+            final: outcome.final,
+            waiting_reason: null,
+            settled_at: now,
+          });
+        }
+        await queue.completeServerJob(tx, serverId, jobId);
+        return { state: outcome.status };
+      });
+    },
+  };
+}
+
+export type FleetCalls = ReturnType<typeof createFleetCalls>;

@@ -1,0 +1,303 @@
+import { and, asc, eq, gt, isNotNull, or, sql } from 'drizzle-orm';
+import { type Db, queryRows, type RowOf } from '../../db/client.js';
+import { type Page, selectPage } from '../../db/page.js';
+import { accounts, fleetCalls, installPlacements, installs, servers } from '../../db/schema.js';
+
+/** A server as operators see it: never a hash. */
+const projection = {
+  id: servers.id,
+  name: servers.name,
+  labels: servers.labels,
+  ipv4: servers.ipv4,
+  ipv6: servers.ipv6,
+  capacity_installs: servers.capacity_installs,
+  state: servers.state,
+  enrolled: sql<boolean>`(${servers.credential_hash} is not null)`.as('enrolled'),
+  last_heartbeat_at: servers.last_heartbeat_at,
+  agent_version: servers.agent_version,
+  reported: servers.reported,
+  created_at: servers.created_at,
+  installs:
+    sql<number>`(select count(*)::int from ${installPlacements} where ${installPlacements.server_id} = ${servers.id})`.as(
+      'installs',
+    ),
+};
+export type ServerRow = RowOf<typeof projection>;
+
+export async function insertServer(db: Db, values: typeof servers.$inferInsert): Promise<ServerRow | null> {
+  const [row] = await db.insert(servers).values(values).onConflictDoNothing().returning({ id: servers.id });
+  return row ? getServer(db, row.id) : null;
+}
+
+export async function getServer(db: Db, id: string): Promise<ServerRow | null> {
+  const [row] = await db.select(projection).from(servers).where(eq(servers.id, id));
+  return row ?? null;
+}
+
+export function listServers(db: Db, page: Page) {
+  return selectPage(
+    db.select(projection).from(servers).$dynamic(),
+    db.$count(servers),
+    [asc(servers.created_at), asc(servers.id)],
+    page,
+  );
+}
+
+export async function updateServer(
+  db: Db,
+  id: string,
+  values: Partial<typeof servers.$inferInsert>,
+): Promise<boolean> {
+  const rows = await db.update(servers).set(values).where(eq(servers.id, id)).returning({ id: servers.id });
+  return rows.length > 0;
+}
+
+/** Deletes a server with no installs; `placed` when some are placed there, `missing` when unknown. */
+export async function deleteServer(db: Db, id: string): Promise<'deleted' | 'placed' | 'missing'> {
+  const [placed] = await db
+    .select({ id: installPlacements.install_id })
+    .from(installPlacements)
+    .where(eq(installPlacements.server_id, id))
+    .limit(1);
+  if (placed) return 'placed';
+  const rows = await db.delete(servers).where(eq(servers.id, id)).returning({ id: servers.id });
+  return rows.length > 0 ? 'deleted' : 'missing';
+}
+
+export function listPlacements(db: Db, serverId: string, page: Page) {
+  const where = eq(installPlacements.server_id, serverId);
+  return selectPage(
+    db
+      .select({
+        install_id: installPlacements.install_id,
+        generation: installPlacements.generation,
+        placed_at: installPlacements.placed_at,
+      })
+      .from(installPlacements)
+      .where(where)
+      .$dynamic(),
+    db.$count(installPlacements, where),
+    [asc(installPlacements.placed_at), asc(installPlacements.install_id)],
+    page,
+  );
+}
+
+// Credentials: the agent's side.
+
+/** The hashes a request's credential is checked against (one row, read on every agent request). */
+export async function credentialsOf(db: Db, id: string) {
+  const [row] = await db
+    .select({
+      id: servers.id,
+      credential_hash: servers.credential_hash,
+      previous_credential_hash: servers.previous_credential_hash,
+      previous_valid_until: servers.previous_valid_until,
+      agent_session: servers.agent_session,
+    })
+    .from(servers)
+    .where(eq(servers.id, id));
+  return row ?? null;
+}
+
+/** The server whose enrolment token has this hash and has not expired. */
+export async function findEnrolment(db: Db, enrolmentHash: string, now: Date): Promise<string | null> {
+  const [row] = await db
+    .select({ id: servers.id })
+    .from(servers)
+    .where(
+      and(
+        eq(servers.enrolment_hash, enrolmentHash),
+        isNotNull(servers.enrolment_expires_at),
+        gt(servers.enrolment_expires_at, now),
+      ),
+    );
+  return row?.id ?? null;
+}
+
+/**
+ * Spends the enrolment token: the server gets `credentialHash` (any earlier credential is replaced)
+ * and the token is gone. False when the token was spent meanwhile (one use only).
+ */
+export async function enrol(db: Db, id: string, enrolmentHash: string, credentialHash: string) {
+  const rows = await db
+    .update(servers)
+    .set({
+      enrolment_hash: null,
+      enrolment_expires_at: null,
+      credential_hash: credentialHash,
+      previous_credential_hash: null,
+      previous_valid_until: null,
+    })
+    .where(and(eq(servers.id, id), eq(servers.enrolment_hash, enrolmentHash)))
+    .returning({ id: servers.id });
+  return rows.length > 0;
+}
+
+/** A rotation: the new hash becomes current, the current one stays valid until `graceUntil`. */
+export async function rotate(db: Db, id: string, currentHash: string, newHash: string, graceUntil: Date) {
+  const rows = await db
+    .update(servers)
+    .set({
+      credential_hash: newHash,
+      previous_credential_hash: currentHash,
+      previous_valid_until: graceUntil,
+    })
+    .where(and(eq(servers.id, id), eq(servers.credential_hash, currentHash)))
+    .returning({ id: servers.id });
+  return rows.length > 0;
+}
+
+/** The first use of the new credential ends the old one's grace. */
+export async function dropPrevious(db: Db, id: string) {
+  await db
+    .update(servers)
+    .set({ previous_credential_hash: null, previous_valid_until: null })
+    .where(and(eq(servers.id, id), isNotNull(servers.previous_credential_hash)));
+}
+
+export async function recordHeartbeat(
+  db: Db,
+  id: string,
+  values: { agent_version: string; reported: unknown; at: Date },
+) {
+  await db
+    .update(servers)
+    .set({ agent_version: values.agent_version, reported: values.reported, last_heartbeat_at: values.at })
+    .where(eq(servers.id, id));
+}
+
+/** Records the agent session; answers whether it changed (a restarted agent). */
+export async function switchSession(db: Db, id: string, session: string): Promise<boolean> {
+  const rows = await db
+    .update(servers)
+    .set({ agent_session: session })
+    .where(
+      and(
+        eq(servers.id, id),
+        or(sql`${servers.agent_session} is null`, sql`${servers.agent_session} <> ${session}`),
+      ),
+    )
+    .returning({ id: servers.id });
+  return rows.length > 0;
+}
+
+// Placement and calls: the remote driver's side.
+
+export async function placementOf(db: Db, installId: string) {
+  const [row] = await db
+    .select({
+      server_id: installPlacements.server_id,
+      generation: installPlacements.generation,
+      last_heartbeat_at: servers.last_heartbeat_at,
+      server_name: servers.name,
+    })
+    .from(installPlacements)
+    .innerJoin(servers, eq(servers.id, installPlacements.server_id))
+    .where(eq(installPlacements.install_id, installId));
+  return row ?? null;
+}
+
+/** Locks the install's row (placement is decided once per install); null when the install is gone. */
+export async function lockInstall(tx: Db, installId: string) {
+  const rows = await queryRows<{ id: string; preferred_data_center: string | null }>(
+    tx,
+    sql`select ${installs.id} as id, ${accounts.preferred_data_center} as preferred_data_center
+        from ${installs} join ${accounts} on ${accounts.id} = ${installs.account_id}
+        where ${installs.id} = ${installId} for update of ${installs}`,
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * The live, active server with the most free install slots whose `region` label is `region` (any
+ * server when null); null when none has room.
+ */
+export async function pickServer(tx: Db, region: string | null, liveSince: Date) {
+  const rows = await queryRows<{ id: string }>(
+    tx,
+    sql`select s.id from ${servers} s
+        where s.state = 'active' and s.last_heartbeat_at > ${liveSince.toISOString()}::timestamptz
+          and (${region}::text is null or s.labels->>'region' = ${region}::text)
+          and s.capacity_installs > (select count(*) from ${installPlacements} p where p.server_id = s.id)
+        order by s.capacity_installs - (select count(*) from ${installPlacements} p where p.server_id = s.id) desc, s.id
+        limit 1`,
+  );
+  return rows[0]?.id ?? null;
+}
+
+export async function insertPlacement(tx: Db, installId: string, serverId: string, at: Date) {
+  await tx
+    .insert(installPlacements)
+    .values({ install_id: installId, server_id: serverId, generation: 1, placed_at: at })
+    .onConflictDoNothing();
+}
+
+export async function deletePlacement(tx: Db, installId: string, generation: number) {
+  await tx
+    .delete(installPlacements)
+    .where(and(eq(installPlacements.install_id, installId), eq(installPlacements.generation, generation)));
+}
+
+const callProjection = {
+  id: fleetCalls.id,
+  method: fleetCalls.method,
+  key: fleetCalls.key,
+  server_id: fleetCalls.server_id,
+  install_id: fleetCalls.install_id,
+  generation: fleetCalls.generation,
+  input_sealed: fleetCalls.input_sealed,
+  state: fleetCalls.state,
+  result_sealed: fleetCalls.result_sealed,
+  error: fleetCalls.error,
+  final: fleetCalls.final,
+  waiting_reason: fleetCalls.waiting_reason,
+  job_id: fleetCalls.job_id,
+  created_at: fleetCalls.created_at,
+};
+export type CallRow = RowOf<typeof callProjection>;
+
+export async function callByKey(db: Db, method: string, key: string): Promise<CallRow | null> {
+  const [row] = await db
+    .select(callProjection)
+    .from(fleetCalls)
+    .where(and(eq(fleetCalls.method, method), eq(fleetCalls.key, key)));
+  return row ?? null;
+}
+
+export async function callById(db: Db, id: string, lock = false): Promise<CallRow | null> {
+  const query = db.select(callProjection).from(fleetCalls).where(eq(fleetCalls.id, id));
+  const [row] = lock ? await query.for('update') : await query;
+  return row ?? null;
+}
+
+export function settledCallsOf(db: Db, installId: string, method: string): Promise<CallRow[]> {
+  return db
+    .select(callProjection)
+    .from(fleetCalls)
+    .where(
+      and(eq(fleetCalls.install_id, installId), eq(fleetCalls.method, method), eq(fleetCalls.state, 'done')),
+    );
+}
+
+/** Inserts a call; null when `(method, key)` exists already (a concurrent first ask). */
+export async function insertCall(tx: Db, values: typeof fleetCalls.$inferInsert): Promise<string | null> {
+  const [row] = await tx
+    .insert(fleetCalls)
+    .values(values)
+    .onConflictDoNothing()
+    .returning({ id: fleetCalls.id });
+  return row?.id ?? null;
+}
+
+export async function updateCall(tx: Db, id: string, values: Partial<typeof fleetCalls.$inferInsert>) {
+  await tx.update(fleetCalls).set(values).where(eq(fleetCalls.id, id));
+}
+
+/** The current generation of an install's placement (null: not placed, or no longer). */
+export async function generationOf(db: Db, installId: string, serverId: string): Promise<number | null> {
+  const [row] = await db
+    .select({ generation: installPlacements.generation })
+    .from(installPlacements)
+    .where(and(eq(installPlacements.install_id, installId), eq(installPlacements.server_id, serverId)));
+  return row?.generation ?? null;
+}

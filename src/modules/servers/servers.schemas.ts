@@ -1,0 +1,92 @@
+import { Type } from 'typebox';
+import { Paginated } from '../../http/pagination.js';
+import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+
+/** Issue 30: hosting servers in the admin API (docs/architecture.md, Fleet). */
+export const SERVER_STATES = ['active', 'cordoned', 'draining'] as const;
+/** `new`: no heartbeat yet; `live`; `silent`: the last heartbeat is older than FLEET_SILENT_SECONDS. */
+export const SERVER_STATUSES = ['new', 'live', 'silent'] as const;
+
+const ServerName = Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$' });
+/** Label keys: lower-case words (`region`, `plan`, `disk.type`); values: up to 100 printable characters. */
+const Labels = Type.Record(
+  Type.String({ pattern: '^[a-z][a-z0-9_.-]{0,62}$' }),
+  Type.String({ minLength: 1, maxLength: 100, pattern: '^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$' }),
+  { maxProperties: 32, description: "`region` is matched with the accounts' preferred_data_center" },
+);
+const Ipv4List = Type.Array(Type.String({ format: 'ipv4' }), { maxItems: 16, uniqueItems: true });
+const Ipv6List = Type.Array(Type.String({ format: 'ipv6', maxLength: 45 }), {
+  maxItems: 16,
+  uniqueItems: true,
+});
+const Capacity = Type.Object(
+  { installs: Type.Integer({ minimum: 0, maximum: 100_000, description: 'Installs the server may hold' }) },
+  { additionalProperties: false },
+);
+
+export const ServerParams = Type.Object({ server_id: Uuid() });
+
+export const CreateServerBody = Type.Object(
+  {
+    name: ServerName,
+    labels: Type.Optional(Labels),
+    ipv4: Type.Optional(Ipv4List),
+    ipv6: Type.Optional(Ipv6List),
+    capacity: Capacity,
+  },
+  { additionalProperties: false },
+);
+
+export const PatchServerBody = Type.Object(
+  {
+    labels: Type.Optional(Labels),
+    state: Type.Optional(Type.String({ enum: [...SERVER_STATES] })),
+    capacity: Type.Optional(Capacity),
+    ipv4: Type.Optional(Ipv4List),
+    ipv6: Type.Optional(Ipv6List),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+/** What the agent reported with its last heartbeat. */
+export const ServerReport = Type.Object({
+  disk_total_bytes: Type.Integer({ minimum: 0 }),
+  disk_free_bytes: Type.Integer({ minimum: 0 }),
+  memory_total_bytes: Type.Integer({ minimum: 0 }),
+  memory_free_bytes: Type.Integer({ minimum: 0 }),
+  load1: Type.Number({ minimum: 0, maximum: 1_000_000 }),
+  installs: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+});
+
+export const ServerSchema = Type.Object({
+  id: Uuid(),
+  name: Type.String(),
+  labels: Type.Record(Type.String(), Type.String()),
+  ipv4: Type.Array(Type.String()),
+  ipv6: Type.Array(Type.String()),
+  capacity: Type.Object({ installs: Type.Integer() }),
+  state: Type.String({ enum: [...SERVER_STATES] }),
+  status: Type.String({ enum: [...SERVER_STATUSES], description: "From the agent's heartbeats" }),
+  installs: Type.Integer({ description: 'Installs placed on the server' }),
+  enrolled: Type.Boolean({ description: 'An agent holds a valid credential of the server' }),
+  last_heartbeat_at: Nullable(DateTime()),
+  agent_version: Nullable(Type.String()),
+  reported: Nullable(ServerReport),
+  created_at: DateTime(),
+});
+
+export const EnrolmentSchema = Type.Object({
+  token: Type.String({ description: 'Shown once: give it to the agent (AGENT_ENROLMENT_TOKEN)' }),
+  expires_at: DateTime(),
+});
+
+export const CreatedServerSchema = Type.Object({ server: ServerSchema, enrolment: EnrolmentSchema });
+
+export const ServerList = Paginated(ServerSchema, 'Hosting servers, oldest first');
+
+export const PlacementSchema = Type.Object({
+  install_id: Uuid(),
+  generation: Type.Integer({ minimum: 1 }),
+  placed_at: DateTime(),
+});
+export const PlacementList = Paginated(PlacementSchema, "The server's installs, oldest placement first");
