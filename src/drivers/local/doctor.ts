@@ -4,6 +4,7 @@ import type { Config } from '../../config.js';
 import { parseMariaDbUrl } from './database.js';
 import { PHP_FPM } from './php-fpm.js';
 import { TOOL_PATH } from './run.js';
+import { sshdDoctorChecks } from './sshd.js';
 import { NGINX } from './webserver.js';
 import { PHP_CLI, WORDPRESS_CORE } from './wordpress.js';
 
@@ -151,6 +152,9 @@ export async function doctorChecks(
       tool(probe, 'runuser', 'util-linux', 'runuser', ['--version']),
       tool(probe, 'chown', 'coreutils', 'chown', ['--version']),
     );
+    // Issue 31 (a hook of the sftp lane): the SSH server's programs and chroot rule.
+    if (local.ssh)
+      checks.push(...(await sshdDoctorChecks(local.hostingRoot, probe)).map((c) => Promise.resolve(c)));
   }
   return Promise.all(checks);
 }

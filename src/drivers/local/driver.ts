@@ -20,6 +20,7 @@ import * as files from './files.js';
 import { accountOf, installOperations } from './installs.js';
 import * as repo from './local.repo.js';
 import { databaseNames, pathsOf } from './names.js';
+import { createSshd, type Sshd, type SshdConfig } from './sshd.js';
 import { createTaskRunner } from './tasks.js';
 import { createWebTier, type WebConfig } from './web.js';
 
@@ -34,6 +35,8 @@ export interface LocalDriverDeps {
   maxHeavy: number;
   /** LOCAL_WEB=on (issue 21): installs are served by nginx and PHP-FPM with WordPress installed. */
   web?: WebConfig | null;
+  /** Issue 31: SSH_PORT set: Hostplane's own sshd serves SFTP to the installs (sshd.ts). */
+  ssh?: SshdConfig | null;
   /** Issue 21: certificate orders through ACME (acme.ts), answered over HTTP-01 by the web tier. */
   acme: AcmeConfig;
   /**
@@ -72,6 +75,8 @@ const ESTIMATES: Record<DriverOperation, number> = {
 export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
   countCompleted(installId: string, operation: DriverOperation): Promise<number>;
   accountOf(installId: string): Promise<{ db_name: string; db_user: string; password: string } | null>;
+  /** Issue 31: the SSH server (null without SSH_PORT); the control plane answers its key lookups. */
+  sshd: Sshd | null;
 } {
   const { db, clock, mariadb, hostingRoot } = deps;
   const ctx: LocalContext = {
@@ -86,6 +91,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
   };
   const { once } = ctx;
   const web = ctx.web;
+  const sshd = deps.ssh && web ? createSshd(hostingRoot, deps.ssh) : null;
   const acme = createAcmeIssuer({
     db,
     secretBox: deps.secretBox,
@@ -156,6 +162,8 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
 
     start: async () => {
       await ctx.web?.start();
+      // Issue 31: after the web tier (the install directories sshd chroots into exist).
+      await sshd?.start();
     },
 
     close: () => mariadb.close(),
@@ -163,5 +171,6 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     countCompleted: (installId: string, operation: DriverOperation) =>
       repo.countCompleted(db, installId, operation),
     accountOf: (installId: string) => accountOf(ctx, installId),
+    sshd,
   };
 }
