@@ -139,6 +139,8 @@ export async function buildApp(deps: AppDeps) {
   // Issue 20: hostplane_password_hashes_total and the sign-ins refused before a hash.
   metrics.observeAuth(services.authenticator.stats);
   metrics.observeCredentials(services.credentialGate.stats);
+  // Issue 31: the SSH gateway runs with the driver (serve or worker), counted where it runs.
+  if (services.sshAccess) metrics.observeSsh(services.sshAccess.stats);
 
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {

@@ -269,6 +269,7 @@ describe('loadConfig', () => {
       mariadbUrl: 'mysql://root@127.0.0.1:3306',
       maxHeavyOperations: 2,
       web: null,
+      ssh: null,
       acme: {
         directoryUrl: 'https://acme-v02.api.letsencrypt.org/directory',
         email: null,
@@ -296,6 +297,29 @@ describe('loadConfig', () => {
     );
     assert.deepEqual(problemsOf({ HOSTING_DRIVER: 'remote' }), [
       'HOSTING_DRIVER must be one of simulated, local (got "remote")',
+    ]);
+  });
+
+  it('issue 31: SSH_PORT turns on SFTP (local driver with LOCAL_WEB=on only), SSH_ADDRESS an IP', () => {
+    const web = { HOSTING_DRIVER: 'local', LOCAL_WEB: 'on' };
+    assert.equal(loadConfig(web).driver.local?.ssh, null);
+    assert.deepEqual(loadConfig({ ...web, SSH_PORT: '2222' }).driver.local?.ssh, {
+      port: 2222,
+      address: '0.0.0.0',
+    });
+    assert.deepEqual(loadConfig({ ...web, SSH_PORT: '2222', SSH_ADDRESS: '::1' }).driver.local?.ssh, {
+      port: 2222,
+      address: '::1',
+    });
+    assert.deepEqual(problemsOf({ ...web, SSH_PORT: '70000', SSH_ADDRESS: 'example.com' }), [
+      'SSH_PORT must be an integer from 1 to 65535 (got "70000")',
+      'SSH_ADDRESS must be an IP address',
+    ]);
+    assert.deepEqual(problemsOf({ HOSTING_DRIVER: 'local', SSH_PORT: '2222' }), [
+      'SSH_PORT needs LOCAL_WEB=on (SFTP serves the installs the web tier provisions)',
+    ]);
+    assert.deepEqual(problemsOf({ SSH_PORT: '2222' }), [
+      'SSH_PORT needs HOSTING_DRIVER=local with LOCAL_WEB=on',
     ]);
   });
 

@@ -209,6 +209,11 @@ export interface LocalDriverConfig {
    * covers, on `HOSTING_HTTPS_PORT` (default 443). Null when off.
    */
   readonly web: { readonly httpPort: number; readonly httpsPort: number } | null;
+  /**
+   * Issue 31: `SSH_PORT`, default unset (off): Hostplane's own OpenSSH server (drivers/local/sshd.ts)
+   * serves SFTP to each install on this port, at `SSH_ADDRESS` (default `0.0.0.0`). Needs `LOCAL_WEB=on`.
+   */
+  readonly ssh: { readonly port: number; readonly address: string } | null;
   /** Issue 21: certificate orders through ACME (RFC 8555). */
   readonly acme: {
     /** `ACME_DIRECTORY_URL`, default Let's Encrypt's production directory (https only). */
@@ -512,7 +517,10 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
     problems,
   );
   const durations = Object.freeze(durationsVar(env, problems));
-  if (kind !== 'local') return Object.freeze({ kind, durations, local: null });
+  if (kind !== 'local') {
+    if (env.SSH_PORT) problems.push('SSH_PORT needs HOSTING_DRIVER=local with LOCAL_WEB=on');
+    return Object.freeze({ kind, durations, local: null });
+  }
   const mariadbUrl =
     urlVar(env, 'MARIADB_URL', ['mysql:', 'mariadb:'], problems) ?? 'mysql://root@127.0.0.1:3306';
   const local = Object.freeze({
@@ -526,6 +534,7 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
             httpsPort: intVar(env, 'HOSTING_HTTPS_PORT', 443, 1, 65535, problems),
           })
         : null,
+    ssh: sshVars(env, env.LOCAL_WEB === 'on', problems),
     acme: Object.freeze(acmeVars(env, problems)),
   });
   return Object.freeze({ kind, durations, local });
@@ -551,6 +560,16 @@ function fleetVars(env: Env, dataDir: string, problems: string[]): FleetConfig {
       heartbeatSeconds,
     }),
   });
+}
+
+/** Issue 31: SSH_PORT (unset: no SSH) and SSH_ADDRESS; SFTP serves what the web tier provisions. */
+function sshVars(env: Env, web: boolean, problems: string[]): LocalDriverConfig['ssh'] {
+  if (!env.SSH_PORT) return null;
+  const port = intVar(env, 'SSH_PORT', 0, 1, 65535, problems);
+  const address = env.SSH_ADDRESS || '0.0.0.0';
+  if (!isIP(address)) problems.push('SSH_ADDRESS must be an IP address');
+  if (!web) problems.push('SSH_PORT needs LOCAL_WEB=on (SFTP serves the installs the web tier provisions)');
+  return Object.freeze({ port, address });
 }
 
 /** The HTTP server's limits: the headers' and the drain's budgets fit in the whole request's. */

@@ -245,6 +245,10 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
   // Issue 21: what serves the installs (the local driver's nginx and PHP-FPM) runs whenever serve or a
   // worker does, not only after a first provisioning; running daemons are left alone.
   await jobServices?.driver.start?.();
+  // Issue 31: sshd's key lookups, login records and session reaper, beside the driver that runs sshd.
+  await jobServices?.sshAccess?.start();
+  // Counted where it runs (the app registered its own graph's, which is this one on one pool).
+  if (jobServices?.sshAccess && jobServices !== apiServices) metrics.observeSsh(jobServices.sshAccess.stats);
   await jobServices?.scheduleTrafficRoll();
   // Issue 20: with an API, the worker starts once it listens (below): its first round fetches from
   // every queue, and on PGlite (one connection) the start's own queries waited behind those fetches.

@@ -6,6 +6,7 @@ import type { Database } from './db/client.js';
 import type { DriverOperation, HostingDriver } from './drivers/driver.js';
 import { createMariaDb } from './drivers/local/database.js';
 import { createLocalDriver } from './drivers/local/driver.js';
+import type { Sshd } from './drivers/local/sshd.js';
 import { createSimulatedDriver } from './drivers/simulated/driver.js';
 import { createFaultsService, takeInjectedFault } from './drivers/simulated/faults.js';
 import { createRemoteDriver } from './fleet/remote-driver.js';
@@ -59,6 +60,7 @@ import { createSignInService } from './modules/sign-in/sign-in.service.js';
 import { createSiteTransferJobs } from './modules/site-transfers/site-transfers.jobs.js';
 import { createSiteTransfersService } from './modules/site-transfers/site-transfers.service.js';
 import { createSitesService } from './modules/sites/sites.service.js';
+import { createSshAccessService } from './modules/ssh-access/ssh-access.service.js';
 import { createSshKeysService } from './modules/ssh-keys/ssh-keys.service.js';
 import { createAccountUsageService } from './modules/usage/usage.account.service.js';
 import { createUsageJobs } from './modules/usage/usage.jobs.js';
@@ -116,9 +118,11 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const made = driver
     ? null
     : config.driver.kind === 'fleet'
-      ? createRemoteDriver(fleetCalls)
+      ? { driver: createRemoteDriver(fleetCalls), sshd: null }
       : configuredDriver({ config, db, clock, secretKey });
-  const hosting = driver ?? (made as HostingDriver);
+  const hosting = driver ?? (made?.driver as HostingDriver);
+  // Issue 31: with SSH_PORT, the key lookups, login records and session reaper of the driver's sshd.
+  const sshAccess = made?.sshd ? createSshAccessService({ db, clock, audit, sshd: made.sshd }) : null;
   const outbox = createOutbox({ db, queue, mailer: mailer ?? createMailer(config), clock });
   // Issue 22: events are recorded in the transactions of the state changes (below them all).
   const events = createEventsService({ db, clock, queue });
@@ -341,8 +345,10 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     driver: hosting,
     /** Closes what the services opened for the driver (the local driver's MariaDB pool), not an injected one. */
     closeDriver: async () => {
-      await made?.close?.();
+      await sshAccess?.close();
+      await made?.driver.close?.();
     },
+    sshAccess,
     faults,
     due,
     /** Issue 21: a roll-up of the server's access logs due now (serve/worker start). */
@@ -366,12 +372,15 @@ export function configuredDriver({
   db,
   clock,
   secretKey,
-}: Pick<ServiceDeps, 'config' | 'clock' | 'secretKey'> & { db: Database['db'] }): HostingDriver {
+}: Pick<ServiceDeps, 'config' | 'clock' | 'secretKey'> & { db: Database['db'] }): {
+  driver: HostingDriver;
+  sshd: Sshd | null;
+} {
   const secretBox = createSecretBox(secretKey, config.secretKeyOld);
   const simulated = createSimulatedDriver({ db, clock, durations: config.driver.durations, secretBox });
   const local = config.driver.local;
-  if (config.driver.kind !== 'local' || !local) return simulated;
-  return createLocalDriver({
+  if (config.driver.kind !== 'local' || !local) return { driver: simulated, sshd: null };
+  const driver = createLocalDriver({
     db,
     clock,
     secretBox,
@@ -379,9 +388,11 @@ export function configuredDriver({
     hostingRoot: local.hostingRoot,
     maxHeavy: local.maxHeavyOperations,
     web: local.web && { ...local.web, installDomain: config.installDomain },
+    ssh: local.ssh,
     acme: local.acme,
     ...(config.faultsEnabled && {
       midway: (operation: DriverOperation, signal: AbortSignal) => takeInjectedFault(db, operation, signal),
     }),
   });
+  return { driver, sshd: driver.sshd };
 }

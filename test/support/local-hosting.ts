@@ -18,11 +18,13 @@ export interface LocalDriverProbe {
 export const slug = (installId: string) => `hp_${installId.replace(/-/g, '')}`;
 
 /**
- * A HOSTING_ROOT of the test file's own under the temp dir, and an admin connection to MariaDB.
- * Removed after the file: the directory, and every database and user of the installs it saw.
+ * A HOSTING_ROOT of the test file's own under the temp dir (or under `parent`: sshd chroots only
+ * below directories root owns and nobody else may write, which /tmp is not: issue 31), and an admin
+ * connection to MariaDB. Removed after the file: the directory, and every database and user of the
+ * installs it saw.
  */
-export async function localHosting({ autoCleanup = true } = {}) {
-  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'hostplane-local-'));
+export async function localHosting({ autoCleanup = true, parent = os.tmpdir() } = {}) {
+  const root = await fs.mkdtemp(path.join(parent, 'hostplane-local-'));
   const admin = await mysql.createConnection(MARIADB_URL);
   const seen = new Set<string>();
   const cleanup = async () => {

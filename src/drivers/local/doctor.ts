@@ -6,6 +6,7 @@ import { parseMariaDbUrl } from './database.js';
 import { closedMessage, closedParents, modeProblems, nosuidOf, type StatOf, statOf } from './modes.js';
 import { PHP_FPM } from './php-fpm.js';
 import { TOOL_PATH } from './run.js';
+import { sshdDoctorChecks } from './sshd.js';
 import { NGINX } from './webserver.js';
 import { PHP_CLI, WORDPRESS_CORE } from './wordpress.js';
 
@@ -246,6 +247,9 @@ export async function doctorChecks(
       tool(probe, 'chown', 'coreutils', 'chown', ['--version']),
       tool(probe, 'usermod (nginx joins the install groups)', 'passwd', 'usermod', ['--help']),
     );
+    // Issue 31 (a hook of the sftp lane): the SSH server's programs and chroot rule.
+    if (local.ssh)
+      checks.push(...(await sshdDoctorChecks(local.hostingRoot, probe)).map((c) => Promise.resolve(c)));
   }
   return [...(await Promise.all(checks)), ...fileChecks(local, probe, options)];
 }

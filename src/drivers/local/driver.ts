@@ -22,6 +22,7 @@ import * as repo from './local.repo.js';
 import { secureLayout } from './modes.js';
 import { databaseNames, pathsOf } from './names.js';
 import { signInOperations } from './sign-in.js';
+import { createSshd, type Sshd, type SshdConfig } from './sshd.js';
 import { createTaskRunner } from './tasks.js';
 import { createWebTier, type WebConfig } from './web.js';
 
@@ -36,6 +37,8 @@ export interface LocalDriverDeps {
   maxHeavy: number;
   /** LOCAL_WEB=on (issue 21): installs are served by nginx and PHP-FPM with WordPress installed. */
   web?: WebConfig | null;
+  /** Issue 31: SSH_PORT set: Hostplane's own sshd serves SFTP to the installs (sshd.ts). */
+  ssh?: SshdConfig | null;
   /** Issue 21: certificate orders through ACME (acme.ts), answered over HTTP-01 by the web tier. */
   acme: AcmeConfig;
   /**
@@ -80,6 +83,8 @@ const ESTIMATES: Record<DriverOperation, number> = {
 export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
   countCompleted(installId: string, operation: DriverOperation): Promise<number>;
   accountOf(installId: string): Promise<{ db_name: string; db_user: string; password: string } | null>;
+  /** Issue 31: the SSH server (null without SSH_PORT); the control plane answers its key lookups. */
+  sshd: Sshd | null;
 } {
   const { db, clock, mariadb, hostingRoot } = deps;
   const ctx: LocalContext = {
@@ -95,6 +100,7 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
   };
   const { once } = ctx;
   const web = ctx.web;
+  const sshd = deps.ssh && web ? createSshd(hostingRoot, deps.ssh) : null;
   const acme = createAcmeIssuer({
     db,
     secretBox: deps.secretBox,
@@ -170,6 +176,8 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
       // Issue 28: HOSTING_ROOT's root-owned layout with its modes (the web tier's too, with it).
       if (ctx.web) await ctx.web.start();
       else await secureLayout(hostingRoot, false);
+      // Issue 31: after the web tier (the install directories sshd chroots into exist).
+      await sshd?.start();
     },
 
     close: () => mariadb.close(),
@@ -177,5 +185,6 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     countCompleted: (installId: string, operation: DriverOperation) =>
       repo.countCompleted(db, installId, operation),
     accountOf: (installId: string) => accountOf(ctx, installId),
+    sshd,
   };
 }

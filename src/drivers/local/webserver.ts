@@ -205,7 +205,9 @@ export function serverBlock(
 function siteBody(block: ServerBlock, logs: string): string {
   const root = configPath(block.documentRoot);
   const socket = configPath(block.socket);
+  // Issue 31: a link a tenant plants (over SFTP, or from PHP) is followed only to its own files.
   return `  root ${root};
+  disable_symlinks if_not_owner from=$document_root;
   index index.php index.html;
   access_log ${configPath(path.join(logs, `${block.slug}.access.log`))} hostplane_usage;
 ${CACHE_SKIP}

@@ -177,6 +177,9 @@ export function createAuditService({
 
     discard: (id: string) => repo.deleteEvent(db, id),
 
+    /** Issue 31: an event that is not an HTTP call (an SSH login, modules/ssh-access), written whole. */
+    record: (values: Parameters<typeof repo.insertEvent>[1]) => repo.insertEvent(db, values),
+
     list(caller: Caller, filter: repo.EventFilter, page: Page) {
       requireAccount(caller, filter.accountId, 'audit:read');
       return repo.listEvents(db, filter, page);

@@ -42,6 +42,13 @@ export interface AuthCounts {
   waiting: number;
 }
 
+/** What the SSH gateway counted (modules/ssh-access `stats()`). */
+export interface SshLoginCounts {
+  accepted: number;
+  refused: number;
+  ended: number;
+}
+
 class QueryTimeout extends Error {}
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -259,6 +266,24 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
   });
 
   // Issue 22: scoped credentials, read at scrape time from the gates this process serves.
+  // Issue 31: SSH logins by result, and sessions ended because their access was revoked.
+  const sshSources: (() => SshLoginCounts)[] = [];
+  const sshTotal = (field: keyof SshLoginCounts) => sshSources.reduce((sum, read) => sum + read()[field], 0);
+  sourcedCounter(
+    'hostplane_ssh_logins_total',
+    "Logins to Hostplane's sshd (issue 31) by result: accepted, or refused (a key that opens nothing there, an unknown login)",
+    ['result'],
+    () => [
+      [{ result: 'accepted' }, sshTotal('accepted')],
+      [{ result: 'refused' }, sshTotal('refused')],
+    ],
+  );
+  sourcedCounter(
+    'hostplane_ssh_sessions_ended_total',
+    'Open SSH sessions ended because their key no longer opens their install (issue 31)',
+    [],
+    () => [[{}, sshTotal('ended')]],
+  );
   const credentialSources: (() => CredentialCounts)[] = [];
   const credentialTotal = (field: keyof CredentialCounts) =>
     credentialSources.reduce((sum, read) => sum + read()[field], 0);
@@ -363,6 +388,10 @@ export function createMetrics({ database, pools, queueNames, queryTimeoutMs = 20
     /** Issue 22: scoped credentials' refusals and last-use writes (auth/credentials.ts `stats`). */
     observeCredentials(stats: () => CredentialCounts) {
       credentialSources.push(stats);
+    },
+    /** Issue 31: the SSH gateway's counters (modules/ssh-access `stats`). */
+    observeSsh(stats: () => SshLoginCounts) {
+      sshSources.push(stats);
     },
     /** A pooled connection broke (the pool's error event). */
     connectionError: () => dbErrors.inc({ kind: 'connection' }),

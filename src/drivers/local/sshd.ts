@@ -1,0 +1,415 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { configPath, pathsOf, systemUser } from './names.js';
+import { output, run, TOOL_ENV } from './run.js';
+import { livePid, signalDaemon, startDaemon } from './supervise.js';
+
+/**
+ * Issue 31: Hostplane's own OpenSSH server (docs/architecture.md "SSH and SFTP to installs";
+ * decisions #161-#165). Debian's sshd runs with a configuration of its own under HOSTING_ROOT/sshd
+ * (never the system's sshd or port 22): keys only, from the control plane at each login (an
+ * AuthorizedKeysCommand asking Hostplane over a unix socket only root and `hpsshauth` can reach), each
+ * install's user chrooted to its install directory with SFTP only, nothing forwarded. Started like
+ * nginx by its pid file, so it outlives Hostplane; its log names which key opened which session.
+ */
+
+/** sshd's AuthorizedKeysCommandUser: the only account besides root that may ask for keys. */
+export const KEYS_USER = 'hpsshauth';
+/** An install's system user (names.ts `systemUser`): the only login names sshd admits. */
+export const LOGIN_NAME = /^hp[0-9a-f]{30}$/;
+/** What every session runs: SFTP in the install's document root, files 0640 and directories 0750. */
+export const SFTP_COMMAND = 'internal-sftp -d /public -u 027';
+const SSHD = '/usr/sbin/sshd';
+const CURL = '/usr/bin/curl';
+
+export interface SshdConfig {
+  /** SSH_PORT. */
+  port: number;
+  /** SSH_ADDRESS. */
+  address: string;
+}
+
+/** Where the SSH server keeps its configuration, key, pid file, log, key socket and chroot links. */
+export function sshdPaths(hostingRoot: string) {
+  const root = configPath(path.join(hostingRoot, 'sshd'));
+  const auth = path.join(root, 'auth');
+  return {
+    root,
+    config: path.join(root, 'sshd_config'),
+    hostKey: path.join(root, 'host_ed25519_key'),
+    pid: path.join(root, 'sshd.pid'),
+    log: path.join(root, 'sshd.log'),
+    /** 0750 root:hpsshauth: whoever may enter may ask for keys. */
+    auth,
+    socket: path.join(auth, 'keys.sock'),
+    /** `<login>` -> the install's directory (sshd's ChrootDirectory is `chroot/%u`). */
+    chroot: path.join(root, 'chroot'),
+  };
+}
+
+export type SshdPaths = ReturnType<typeof sshdPaths>;
+
+/** The sshd_config Hostplane writes (every line that matters, nothing left to the system's defaults). */
+export function sshdConfigText(paths: SshdPaths, config: SshdConfig): string {
+  const keyCommand = [
+    CURL,
+    '-q',
+    '-sf',
+    '--max-time 5',
+    `--unix-socket ${paths.socket}`,
+    '--data-urlencode user=%u',
+    '--data-urlencode type=%t',
+    '--data-urlencode key=%k',
+    'http://hostplane/ssh/keys',
+  ].join(' ');
+  return `# Written by Hostplane (issue 31) at each start; changes here are overwritten.
+Port ${config.port}
+ListenAddress ${config.address}
+HostKey ${paths.hostKey}
+PidFile ${paths.pid}
+LogLevel VERBOSE
+UsePAM yes
+PermitRootLogin no
+AllowUsers ${'hp'}${'?'.repeat(30)}
+AuthenticationMethods publickey
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+HostbasedAuthentication no
+AuthorizedKeysFile none
+AuthorizedKeysCommand ${keyCommand}
+AuthorizedKeysCommandUser ${KEYS_USER}
+StrictModes yes
+DisableForwarding yes
+AllowTcpForwarding no
+AllowStreamLocalForwarding no
+AllowAgentForwarding no
+X11Forwarding no
+PermitTunnel no
+GatewayPorts no
+PermitTTY no
+PermitUserEnvironment no
+PermitUserRC no
+PrintMotd no
+PrintLastLog no
+MaxAuthTries 6
+MaxStartups 50:30:200
+LoginGraceTime 30
+ClientAliveInterval 30
+ClientAliveCountMax 4
+ChrootDirectory ${paths.chroot}/%u
+ForceCommand ${SFTP_COMMAND}
+Subsystem sftp ${SFTP_COMMAND}
+`;
+}
+
+/** A live session of our sshd: the process that serves it (runs as the install's user). */
+export interface SshSession {
+  pid: number;
+  login: string;
+}
+
+async function readText(file: string): Promise<string | null> {
+  return fs.readFile(file, 'utf8').catch(() => null);
+}
+
+/** The parent pid in /proc/PID/stat (after the parenthesised name, which may hold spaces). */
+async function parentOf(pid: number): Promise<number | null> {
+  const stat = await readText(`/proc/${pid}/stat`);
+  if (!stat) return null;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ppid = Number(fields[1]);
+  return Number.isInteger(ppid) ? ppid : null;
+}
+
+/** The login of a session process by its title (`sshd: hp<30 hex>@notty`), or null. */
+async function sessionLogin(pid: number): Promise<string | null> {
+  const cmdline = await readText(`/proc/${pid}/cmdline`);
+  const match = /^sshd: (hp[0-9a-f]{30})@/.exec(cmdline?.replace(/\0/g, ' ') ?? '');
+  return match?.[1] ?? null;
+}
+
+export function createSshd(hostingRoot: string, config: SshdConfig) {
+  const paths = sshdPaths(hostingRoot);
+  const installsDir = path.join(hostingRoot, 'installs');
+
+  /** sshd's ChrootDirectory rule: every component root-owned and writable by nobody else. */
+  async function chrootProblem(): Promise<string | null> {
+    let dir = installsDir;
+    for (;;) {
+      const st = await fs.stat(dir).catch(() => null);
+      if (st && (st.uid !== 0 || (st.mode & 0o022) !== 0))
+        return `${dir} is ${st.uid === 0 ? `mode ${(st.mode & 0o7777).toString(8)}` : `owned by uid ${st.uid}`}: sshd chroots an install only when every directory above it is root's and writable by nobody else`;
+      const parent = path.dirname(dir);
+      if (parent === dir) return null;
+      dir = parent;
+    }
+  }
+
+  async function ensureKeysUser(signal: AbortSignal) {
+    try {
+      await output('id', ['-u', KEYS_USER], signal);
+    } catch {
+      await run(
+        'useradd',
+        [
+          '--system',
+          '--user-group',
+          '--no-create-home',
+          '--home-dir',
+          '/nonexistent',
+          '--shell',
+          '/usr/sbin/nologin',
+          KEYS_USER,
+        ],
+        { signal, env: TOOL_ENV },
+      );
+    }
+  }
+
+  async function writeIfChanged(file: string, text: string, mode: number): Promise<boolean> {
+    if ((await readText(file)) === text) return false;
+    const temp = `${file}.tmp`;
+    await fs.writeFile(temp, text, { mode });
+    await fs.rename(temp, file);
+    return true;
+  }
+
+  return {
+    paths,
+    chrootProblem,
+
+    /**
+     * Writes the configuration and the host key (once), and starts sshd when its pid file names no
+     * live process; a running one is sent SIGHUP when its configuration changed. Safe to run again.
+     */
+    async start(signal: AbortSignal = new AbortController().signal): Promise<void> {
+      const problem = await chrootProblem();
+      if (problem) throw new Error(`SSH_PORT: ${problem}`);
+      await ensureKeysUser(signal);
+      const gid = Number((await output('id', ['-g', KEYS_USER], signal)).trim());
+      await fs.mkdir(paths.root, { recursive: true, mode: 0o711 });
+      await fs.chmod(paths.root, 0o711);
+      await fs.mkdir(paths.chroot, { recursive: true, mode: 0o711 });
+      await fs.chmod(paths.chroot, 0o711);
+      await fs.mkdir(paths.auth, { recursive: true, mode: 0o750 });
+      await fs.chown(paths.auth, 0, gid);
+      await fs.chmod(paths.auth, 0o750);
+      // sshd's privilege separation directory (the system's; sshd refuses to start without it).
+      await fs.mkdir('/run/sshd', { recursive: true, mode: 0o755 });
+      if (!existsSync(paths.hostKey))
+        await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'hostplane', '-f', paths.hostKey], {
+          signal,
+          env: TOOL_ENV,
+        });
+      const changed = await writeIfChanged(paths.config, sshdConfigText(paths, config), 0o600);
+      await run(SSHD, ['-t', '-f', paths.config], { signal, env: TOOL_ENV });
+      if (await livePid(paths.pid)) {
+        if (changed) await signalDaemon(paths.pid, 'SIGHUP');
+        return;
+      }
+      await startDaemon(SSHD, ['-f', paths.config, '-E', paths.log], `${paths.log}.start`, paths.pid);
+    },
+
+    /** Stops sshd (its open sessions end with it). */
+    stop: () => signalDaemon(paths.pid, 'SIGTERM'),
+
+    /**
+     * Points `chroot/<login>` at the install's directory (root-owned 0711), before a login of it is
+     * allowed: sshd's ChrootDirectory takes the login name, the directory is named from the whole id.
+     */
+    async ensureChroot(installId: string): Promise<void> {
+      const link = path.join(paths.chroot, systemUser(installId));
+      const target = pathsOf(hostingRoot, installId).root;
+      if ((await fs.readlink(link).catch(() => null)) === target) return;
+      const temp = `${link}.${process.pid}.tmp`;
+      await fs.rm(temp, { force: true });
+      await fs.symlink(target, temp);
+      await fs.rename(temp, link);
+    },
+
+    /** Removes the links of logins that no install directory answers any more. */
+    async pruneChroots(): Promise<void> {
+      const live = new Set(
+        (await fs.readdir(installsDir).catch(() => [] as string[]))
+          .filter((n) => /^hp_[0-9a-f]{32}$/.test(n))
+          .map((n) => `hp${n.slice(3, 33)}`),
+      );
+      for (const name of await fs.readdir(paths.chroot).catch(() => [] as string[]))
+        if (LOGIN_NAME.test(name) && !live.has(name))
+          await fs.rm(path.join(paths.chroot, name), { force: true });
+    },
+
+    /** The sessions our sshd serves now: its connections' post-authentication children. */
+    async sessions(): Promise<SshSession[]> {
+      const master = await livePid(paths.pid);
+      if (!master) return [];
+      const parents = new Map<number, number>();
+      for (const name of await fs.readdir('/proc')) {
+        const pid = Number(name);
+        if (!Number.isInteger(pid) || pid <= 1) continue;
+        const ppid = await parentOf(pid);
+        if (ppid !== null) parents.set(pid, ppid);
+      }
+      const monitors = new Set([...parents].filter(([, ppid]) => ppid === master).map(([pid]) => pid));
+      const sessions: SshSession[] = [];
+      for (const [pid, ppid] of parents) {
+        if (!monitors.has(ppid)) continue;
+        const login = await sessionLogin(pid);
+        if (login) sessions.push({ pid, login });
+      }
+      return sessions;
+    },
+
+    /** Ends a session (SIGKILL of its process), checked again to be one of our sshd's sessions. */
+    async endSession(session: SshSession): Promise<boolean> {
+      const master = await livePid(paths.pid);
+      const monitor = await parentOf(session.pid);
+      if (!master || monitor === null || (await parentOf(monitor)) !== master) return false;
+      if ((await sessionLogin(session.pid)) !== session.login) return false;
+      try {
+        process.kill(session.pid, 'SIGKILL');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+
+    /** For `hostplane doctor`: what stops SSH from working here, or null. */
+    async problem(): Promise<string | null> {
+      if (!existsSync(SSHD)) return `${SSHD} is missing (apt-get install openssh-server)`;
+      if (!existsSync(CURL)) return `${CURL} is missing (apt-get install curl)`;
+      const chroot = await chrootProblem();
+      if (chroot) return chroot;
+      if (!(await livePid(paths.pid))) return `sshd is not running (no live pid in ${paths.pid})`;
+      return null;
+    },
+  };
+}
+
+export type Sshd = ReturnType<typeof createSshd>;
+
+/** The install id's first 30 hex digits (the login) as the range of install ids it can name. */
+export function installIdRange(login: string): { low: string; high: string } | null {
+  if (!LOGIN_NAME.test(login)) return null;
+  const hex = login.slice(2);
+  const uuid = (h: string) =>
+    `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  return { low: uuid(`${hex}00`), high: uuid(`${hex}ff`) };
+}
+
+/** `SHA256:<unpadded base64>` of a key blob, as sshd logs it and ssh-keygen -l prints it. */
+export function fingerprintOf(blobBase64: string): string {
+  const digest = createHash('sha256').update(Buffer.from(blobBase64, 'base64')).digest('base64');
+  return `SHA256:${digest.replace(/=+$/, '')}`;
+}
+
+/** What sshd's log (LogLevel VERBOSE) says about a login, line by line. */
+export type SshdLogEvent =
+  | { kind: 'accepted'; login: string; address: string; fingerprint: string }
+  | { kind: 'refused'; login: string; address: string; fingerprint: string | null }
+  | { kind: 'session'; pid: number };
+
+const ACCEPTED = /^Accepted publickey for (\S+) from (\S+) port \d+ ssh2: \S+ (SHA256:[A-Za-z0-9+/]+)\s*$/;
+const FAILED =
+  /^Failed publickey for (?:invalid user )?(\S+) from (\S+) port \d+ ssh2: \S+ (SHA256:[A-Za-z0-9+/]+)\s*$/;
+const INVALID = /^Invalid user (\S*) from (\S+) port \d+\s*$/;
+const NOT_ALLOWED = /^User (\S+) from (\S+) not allowed because /;
+const CHILD = /^User child is on pid (\d+)\s*$/;
+
+export function parseSshdLine(line: string): SshdLogEvent | null {
+  let m = ACCEPTED.exec(line);
+  if (m)
+    return { kind: 'accepted', login: m[1] as string, address: m[2] as string, fingerprint: m[3] as string };
+  m = FAILED.exec(line);
+  if (m)
+    return { kind: 'refused', login: m[1] as string, address: m[2] as string, fingerprint: m[3] as string };
+  m = INVALID.exec(line);
+  if (m)
+    return {
+      kind: 'refused',
+      login: (m[1] as string).slice(0, 64),
+      address: m[2] as string,
+      fingerprint: null,
+    };
+  m = NOT_ALLOWED.exec(line);
+  if (m)
+    return {
+      kind: 'refused',
+      login: (m[1] as string).slice(0, 64),
+      address: m[2] as string,
+      fingerprint: null,
+    };
+  m = CHILD.exec(line);
+  if (m) return { kind: 'session', pid: Number(m[1]) };
+  return null;
+}
+
+/**
+ * Reads what sshd appended to its log since the last call (from the start when `fromStart`, else
+ * from the end at the first call); a log that shrank (truncated) is read again from its start.
+ */
+export function createLogFollower(file: string, fromStart: boolean) {
+  let offset: number | null = fromStart ? 0 : null;
+  let rest = '';
+  return async function read(): Promise<SshdLogEvent[]> {
+    const handle = await fs.open(file, 'r').catch(() => null);
+    if (!handle) return [];
+    try {
+      const { size } = await handle.stat();
+      if (offset === null) offset = size;
+      if (size < offset) {
+        offset = 0;
+        rest = '';
+      }
+      const events: SshdLogEvent[] = [];
+      while (offset < size) {
+        const chunk = Buffer.alloc(Math.min(size - offset, 1 << 20));
+        const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
+        if (bytesRead === 0) break;
+        offset += bytesRead;
+        const lines = (rest + chunk.subarray(0, bytesRead).toString('utf8')).split('\n');
+        rest = (lines.pop() ?? '').slice(-4096);
+        for (const line of lines) {
+          const event = parseSshdLine(line.replace(/\r$/, ''));
+          if (event) events.push(event);
+        }
+      }
+      return events;
+    } finally {
+      await handle.close();
+    }
+  };
+}
+
+/**
+ * `hostplane doctor` with SSH_PORT (doctor.ts adds these): the programs the SSH server runs, each with
+ * its Debian package, and sshd's chroot rule for HOSTING_ROOT (checked before anything starts).
+ */
+export async function sshdDoctorChecks(
+  hostingRoot: string,
+  probe: { output(command: string, args: string[]): Promise<string> },
+): Promise<{ name: string; ok: boolean; detail: string; debianPackage: string | null }[]> {
+  const program = async (name: string, debianPackage: string, command: string, args: string[]) => {
+    try {
+      const out = await probe.output(command, args);
+      return { name, ok: true, detail: out.trim().split('\n')[0]?.slice(0, 120) ?? '', debianPackage };
+    } catch (err) {
+      return { name, ok: false, detail: `${command}: ${(err as Error).message}`, debianPackage };
+    }
+  };
+  const chroot = await createSshd(hostingRoot, { port: 1, address: '127.0.0.1' }).chrootProblem();
+  return Promise.all([
+    program('sshd (SSH_PORT)', 'openssh-server', SSHD, ['-V']),
+    program('ssh-keygen (the SSH host key; openssh-client)', 'openssh-client', 'ssh', ['-V']),
+    program('curl (the SSH key lookup)', 'curl', CURL, ['--version']),
+    {
+      name: 'HOSTING_ROOT chroot rule (SSH_PORT)',
+      ok: chroot === null,
+      detail: chroot ?? 'every directory above the installs is root’s and writable by nobody else',
+      debianPackage: null,
+    },
+  ]);
+}

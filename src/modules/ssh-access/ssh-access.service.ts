@@ -1,0 +1,264 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import { isRole, type Membership, seesInstall } from '../../auth/access.js';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/client.js';
+import {
+  createLogFollower,
+  fingerprintOf,
+  installIdRange,
+  KEYS_USER,
+  LOGIN_NAME,
+  SFTP_COMMAND,
+  type Sshd,
+  type SshdLogEvent,
+} from '../../drivers/local/sshd.js';
+import type { AuditService } from '../audit/audit.service.js';
+import * as repo from './ssh-access.repo.js';
+
+/** What the SSH gateway counted (hostplane_ssh_* in /metrics). */
+export interface SshCounts {
+  accepted: number;
+  refused: number;
+  /** Sessions ended because their key no longer opens their install. */
+  ended: number;
+  /** Key lookups sshd made (each login asks once for the probe and once for the signature). */
+  lookups: number;
+  lookupErrors: number;
+}
+
+/** Key types the platform registers (K1), as sshd passes them (%t). */
+const KEY_TYPE = /^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa)$/;
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const MAX_BODY = 16_384;
+const REAP_EVERY_MS = 2000;
+
+type Decision = {
+  allowed: boolean;
+  installId: string | null;
+  installName: string | null;
+  accountId: string | null;
+  userId: string | null;
+};
+
+/**
+ * Issue 31, the control plane's side of SSH (docs/decisions.md #161-#165): answers sshd's key lookups
+ * over a unix socket only root and `hpsshauth` can reach (a key opens an install when its user may
+ * reach the install now: owners and full users every install of the account, partial users their
+ * installs), follows sshd's log into audit events and counts, and every 2 s ends the sessions whose
+ * key lost its access. Runs in the process that runs the local driver; while it is down, logins fail.
+ */
+export function createSshAccessService({
+  db,
+  clock,
+  audit,
+  sshd,
+  log = () => undefined,
+}: {
+  db: Db;
+  clock: Clock;
+  audit: AuditService;
+  sshd: Sshd;
+  log?: (message: string, err?: unknown) => void;
+}) {
+  const counts: SshCounts = { accepted: 0, refused: 0, ended: 0, lookups: 0, lookupErrors: 0 };
+  /** Live sessions by process: the key and login that opened each (from sshd's log). */
+  const sessions = new Map<number, { login: string; fingerprint: string }>();
+  /** Session processes seen without a known key (ended the second time they are seen). */
+  const unknown = new Set<number>();
+
+  /** Whether `fingerprint` opens the install `login` names now (and what the attribution needs). */
+  async function decide(login: string, fingerprint: string | null, publicKey?: string): Promise<Decision> {
+    const none: Decision = {
+      allowed: false,
+      installId: null,
+      installName: null,
+      accountId: null,
+      userId: null,
+    };
+    const range = installIdRange(login);
+    if (!range) return none;
+    const rows = await repo.loginFacts(db, range, fingerprint);
+    const [row] = rows;
+    if (!row || rows.length > 1) return none;
+    const facts: Decision = {
+      allowed: false,
+      installId: row.install_id,
+      installName: row.install_name,
+      accountId: row.account_id,
+      userId: row.key_user_id,
+    };
+    if (row.status !== 'active' || !row.key_user_id || !row.roles || !isRole(row.roles)) return facts;
+    if (publicKey !== undefined && row.public_key !== publicKey) return facts;
+    const membership: Membership = {
+      accountId: row.account_id,
+      roles: row.roles,
+      installIds: row.roles.startsWith('partial') ? new Set(row.in_scope ? [row.install_id] : []) : null,
+    };
+    return { ...facts, allowed: seesInstall(membership, row.install_id) };
+  }
+
+  /** sshd's AuthorizedKeysCommand: the authorized_keys line for the offered key, or nothing. */
+  async function keysFor(form: URLSearchParams): Promise<string> {
+    counts.lookups++;
+    const login = form.get('user') ?? '';
+    const type = form.get('type') ?? '';
+    const key = form.get('key') ?? '';
+    if (!LOGIN_NAME.test(login) || !KEY_TYPE.test(type) || !BASE64.test(key) || key.length > 8192) return '';
+    const decision = await decide(login, fingerprintOf(key), `${type} ${key}`);
+    if (!decision.allowed || !decision.installId) return '';
+    await sshd.ensureChroot(decision.installId);
+    return `restrict,command="${SFTP_COMMAND}" ${type} ${key}\n`;
+  }
+
+  async function record(event: Extract<SshdLogEvent, { kind: 'accepted' | 'refused' }>): Promise<void> {
+    const accepted = event.kind === 'accepted';
+    if (accepted) counts.accepted++;
+    else counts.refused++;
+    const facts = LOGIN_NAME.test(event.login) ? await decide(event.login, event.fingerprint) : null;
+    const userId = facts?.userId ?? (event.fingerprint ? await repo.keyOwner(db, event.fingerprint) : null);
+    await audit.record({
+      occurred_at: clock.now(),
+      account_id: facts?.accountId ?? null,
+      actor_type: 'user',
+      actor_user_id: userId,
+      credential_id: null,
+      ip: event.address,
+      request_id: `ssh-${randomUUID()}`,
+      action: 'ssh.login',
+      method: 'SSH',
+      path: `ssh://${event.login}`,
+      resource_type: 'install',
+      resource_id: facts?.installId ?? null,
+      status: accepted ? 200 : 403,
+      before: null,
+      after: {
+        result: accepted ? 'accepted' : 'refused',
+        login: event.login,
+        install_name: facts?.installName ?? null,
+        fingerprint: event.fingerprint,
+      },
+    });
+  }
+
+  let lastAccepted: { login: string; fingerprint: string } | null = null;
+  function track(event: SshdLogEvent) {
+    if (event.kind === 'accepted') lastAccepted = { login: event.login, fingerprint: event.fingerprint };
+    else if (event.kind === 'session' && lastAccepted) {
+      sessions.set(event.pid, lastAccepted);
+      lastAccepted = null;
+    }
+  }
+
+  let follow: (() => Promise<SshdLogEvent[]>) | null = null;
+  async function followLog() {
+    if (!follow) return;
+    for (const event of await follow()) {
+      track(event);
+      if (event.kind !== 'session') await record(event);
+    }
+  }
+
+  /** Ends every live session whose key no longer opens its install (or that no key is known for). */
+  async function reap() {
+    const live = await sshd.sessions();
+    const pids = new Set(live.map((s) => s.pid));
+    for (const pid of sessions.keys()) if (!pids.has(pid)) sessions.delete(pid);
+    for (const pid of unknown) if (!pids.has(pid)) unknown.delete(pid);
+    for (const session of live) {
+      const known = sessions.get(session.pid);
+      let end = false;
+      if (!known || known.login !== session.login) {
+        end = unknown.has(session.pid);
+        unknown.add(session.pid);
+      } else end = !(await decide(session.login, known.fingerprint)).allowed;
+      if (end && (await sshd.endSession(session))) {
+        counts.ended++;
+        sessions.delete(session.pid);
+        unknown.delete(session.pid);
+      }
+    }
+    await sshd.pruneChroots();
+  }
+
+  let running = false;
+  async function tick() {
+    if (running) return;
+    running = true;
+    try {
+      await followLog();
+      await reap();
+    } catch (err) {
+      // A database outage keeps open sessions (logins fail closed meanwhile); the next tick retries.
+      log('ssh gateway: a round failed', err);
+    } finally {
+      running = false;
+    }
+  }
+
+  let server: http.Server | null = null;
+  let timer: NodeJS.Timeout | null = null;
+
+  return {
+    /** Listens on the key socket, reads which sessions are open from sshd's log, starts the reaper. */
+    async start(): Promise<void> {
+      if (server) return;
+      // Open sessions from before this process: their keys are in the log (no audit events again).
+      const all = createLogFollower(sshd.paths.log, true);
+      for (const event of await all()) track(event);
+      lastAccepted = null;
+      follow = createLogFollower(sshd.paths.log, false);
+      await follow();
+      const srv = http.createServer((req, res) => {
+        if (req.method !== 'POST' || req.url !== '/ssh/keys') {
+          res.writeHead(404).end();
+          return;
+        }
+        let body = '';
+        req.setEncoding('utf8');
+        req.on('data', (chunk: string) => {
+          body += chunk;
+          if (body.length > MAX_BODY) req.destroy();
+        });
+        req.on('end', () => {
+          keysFor(new URLSearchParams(body)).then(
+            (lines) => res.writeHead(200, { 'content-type': 'text/plain' }).end(lines),
+            (err: unknown) => {
+              counts.lookupErrors++;
+              log('ssh gateway: a key lookup failed', err);
+              res.writeHead(503).end();
+            },
+          );
+        });
+      });
+      srv.requestTimeout = 10_000;
+      await fs.rm(sshd.paths.socket, { force: true });
+      await new Promise<void>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(sshd.paths.socket, () => resolve());
+      });
+      server = srv;
+      const { gid } = await fs.stat(sshd.paths.auth);
+      await fs.chown(sshd.paths.socket, 0, gid);
+      await fs.chmod(sshd.paths.socket, 0o660);
+      timer = setInterval(() => void tick(), REAP_EVERY_MS);
+    },
+
+    /** One round now (tests; the timer runs them every 2 s). */
+    tick,
+
+    async close(): Promise<void> {
+      if (timer) clearInterval(timer);
+      timer = null;
+      const srv = server;
+      server = null;
+      if (srv) await new Promise<void>((resolve) => srv.close(() => resolve()));
+    },
+
+    stats: (): SshCounts => ({ ...counts }),
+    keysUser: KEYS_USER,
+  };
+}
+
+export type SshAccessService = ReturnType<typeof createSshAccessService>;
