@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import * as files from './files.js';
 import { output, run, TOOL_ENV } from './run.js';
 import * as tenant from './tenant.js';
 
@@ -150,6 +151,8 @@ export async function writeWpConfig(documentRoot: string, config: WpConfig, sign
     0o640,
     signal,
   );
+}
+
 /** The numeric uid and gid of a system user. */
 export async function idsOf(user: string, signal = AbortSignal.timeout(10_000)) {
   const uid = Number((await output('id', ['-u', user], signal)).trim());
