@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /**
  * The hosting driver: the one boundary between Hostplane (the control plane) and the machines that
  * hold the sites. Calls are asynchronous in the platform's sense: a call starts the work (or asks
@@ -210,11 +212,16 @@ export interface HostingDriver {
   exportArchive(source: ArchiveSource): Promise<DriverFile>;
 }
 
-/** A downloadable file the platform produced (a backup's archive). */
+/**
+ * A downloadable file the platform produced (a backup's archive), as a stream (issue 28 finding 9b:
+ * never whole in memory); `size` is its exact length in bytes when known (Content-Length), else null.
+ * The body fails (errors) rather than end short when its source turns out wrong (a checksum).
+ */
 export interface DriverFile {
   fileName: string;
   contentType: string;
-  body: Buffer;
+  body: Readable;
+  size: number | null;
 }
 
 /** What an archive is made from: a completed backup of the install. */

@@ -41,13 +41,13 @@ const local = (uri: string) => {
   return uri.slice('https://api.hostplane.test'.length);
 };
 
-/** Unpacks a tar.gz answer with the system's tar and returns its files. */
+/** Unpacks a tar answer with the system's tar and returns its files. */
 function unpack(res: Res): Record<string, string> {
   const target = fs.mkdtempSync(path.join(dir, 'x-'));
-  const file = path.join(target, 'archive.tar.gz');
+  const file = path.join(target, 'archive.tar');
   fs.writeFileSync(file, res.raw.rawPayload);
-  execFileSync('tar', ['-xzf', file, '-C', target]);
-  const names = execFileSync('tar', ['-tzf', file], { encoding: 'utf8' }).trim().split('\n');
+  execFileSync('tar', ['-xf', file, '-C', target]);
+  const names = execFileSync('tar', ['-tf', file], { encoding: 'utf8' }).trim().split('\n');
   return Object.fromEntries(names.map((n) => [n, fs.readFileSync(path.join(target, n), 'utf8')]));
 }
 
@@ -120,12 +120,13 @@ describe('listArchives', () => {
 });
 
 describe('downloadArchive', () => {
-  it('downloadArchive serves the archive to the link holder: a tar.gz that says it is simulated, with the backup manifest', async () => {
+  it('downloadArchive serves the archive to the link holder: a tar (issue 28 finding 9b: uncompressed, streamed, with its Content-Length) that says it is simulated, with the backup manifest', async () => {
     const { w, backupId, archive } = await completed();
     const res = await t.anonymous.get(local(archive.download_uri));
     assert.equal(res.status, 200);
-    assert.equal(res.headers['content-type'], 'application/gzip');
-    assert.match(String(res.headers['content-disposition']), /^attachment; filename=".+\.tar\.gz"$/);
+    assert.equal(res.headers['content-type'], 'application/x-tar');
+    assert.match(String(res.headers['content-disposition']), /^attachment; filename=".+\.tar"$/);
+    assert.equal(Number(res.headers['content-length']), res.raw.rawPayload.length);
     assert.equal(res.headers['cache-control'], 'private, no-store');
     const files = unpack(res);
     assert.deepEqual(Object.keys(files).sort(), ['README.txt', 'manifest.json']);

@@ -256,9 +256,12 @@ describe('local hosting driver (issue 16)', () => {
     const uri = String(list.body.results[0].download_uri);
     const res = await t.anonymous.get(uri.slice('https://api.hostplane.test'.length));
     assert.equal(res.status, 200);
+    // Issue 28 finding 9b: an uncompressed tar of the artefacts (the files archive is gzip already).
+    assert.equal(res.headers['content-type'], 'application/x-tar');
+    assert.equal(Number(res.headers['content-length']), res.raw.rawPayload.length);
     const out = await fs.mkdtemp(path.join(host.root, 'download-'));
-    await fs.writeFile(path.join(out, 'a.tar.gz'), res.raw.rawPayload);
-    execFileSync('tar', ['-xzf', path.join(out, 'a.tar.gz'), '-C', out]);
+    await fs.writeFile(path.join(out, 'a.tar'), res.raw.rawPayload);
+    execFileSync('tar', ['-xf', path.join(out, 'a.tar'), '-C', out]);
     const manifest = JSON.parse(await fs.readFile(path.join(out, 'manifest.json'), 'utf8'));
     const sums = await checksums(out);
     assert.equal(sums['files.tar.gz'], manifest.files.sha256);

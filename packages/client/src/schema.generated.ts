@@ -16908,7 +16908,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The archive file (application/gzip) */
+            /** @description The archive file (application/x-tar, uncompressed: the manifest.json, database.sql and files.tar.gz of the backup), streamed with its Content-Length */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -1,7 +1,9 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { ArchiveSource, CallContext, HostingDriver, InstallRef, Snapshot } from '../driver.js';
-import { tarGz } from '../tar.js';
+import { type TarEntry, tarSize, tarStream } from '../tar.js';
+import { openBackupFile } from './archive-files.js';
 import type { LocalContext } from './context.js';
 import type { Trigger } from './database.js';
 import * as files from './files.js';
@@ -178,21 +180,44 @@ export function backupOperations(
         true,
       ),
 
-    /** The backup's three artefacts (files archive, database dump, manifest) in one tar.gz. */
+    /**
+     * The backup's three artefacts (manifest, database dump, files archive) in one uncompressed tar,
+     * streamed (issue 28 finding 9b, docs/decisions.md #142): the files archive is gzip already, so
+     * nothing is compressed again; each artefact is hashed as it goes out and the stream fails (the
+     * download ends short of its Content-Length) if it does not match the manifest's checksum.
+     */
     async exportArchive({ install, backup }: ArchiveSource) {
-      const { dir } = await verifiedBackup(backup.snapshot);
-      const mtime = backup.completed_at;
-      const entries = await Promise.all(
-        [MANIFEST, DB_DUMP, FILES_ARCHIVE].map(async (name) => ({
-          name,
-          content: await fs.readFile(path.join(dir, name)),
-          mtime,
-        })),
-      );
+      if (!backup.snapshot.location)
+        throw new Error('the backup was not made by the local driver; it holds no files');
+      const dir = backupDir(backup.snapshot.location);
+      const manifest = await readManifest(dir);
+      if (!manifest) throw new Error(`backup ${backup.snapshot.location} is missing its manifest`);
+      const expected: Record<string, string | null> = {
+        [MANIFEST]: null,
+        [DB_DUMP]: manifest.database.sha256,
+        [FILES_ARCHIVE]: manifest.files.sha256,
+      };
+      const entries: TarEntry[] = [];
+      try {
+        for (const [name, sha256] of Object.entries(expected)) {
+          const { stream, size } = await openBackupFile(path.join(dir, name));
+          entries.push({
+            name,
+            size,
+            mtime: backup.completed_at,
+            content: stream,
+            ...(sha256 && { sha256 }),
+          });
+        }
+      } catch (err) {
+        for (const entry of entries) (entry.content as Readable).destroy();
+        throw err;
+      }
       return {
-        fileName: `${install.name}-${backup.id}.tar.gz`,
-        contentType: 'application/gzip',
-        body: tarGz(entries),
+        fileName: `${install.name}-${backup.id}.tar`,
+        contentType: 'application/x-tar',
+        body: tarStream(entries),
+        size: tarSize(entries),
       };
     },
   };

@@ -15,7 +15,7 @@ import type {
   RoutingRequest,
   Snapshot,
 } from '../driver.js';
-import { tarGz } from '../tar.js';
+import { tarOf } from '../tar.js';
 import { TASK_RESULTS, type TaskResult, taskResults } from '../task-results.js';
 import { CA_KEY_CONTEXT, issueSimulatedCertificate } from './ca.js';
 import { takeInjectedFault } from './faults.js';
@@ -251,9 +251,9 @@ function simulatedArchive({ install, backup }: ArchiveSource) {
     'No site exists behind it, so it holds no files and no database: manifest.json lists what the\n' +
     'simulated backup recorded (sizes per table, file bytes, WordPress version).\n';
   return {
-    fileName: `${install.name}-${backup.id}.tar.gz`,
-    contentType: 'application/gzip',
-    body: tarGz([
+    fileName: `${install.name}-${backup.id}.tar`,
+    contentType: 'application/x-tar',
+    ...tarOf([
       { name: 'README.txt', content: Buffer.from(readme, 'utf8'), mtime },
       {
         name: 'manifest.json',

@@ -88,6 +88,9 @@ export function archiveDownloadRoutes({ services }: RouteContext): RoutesPlugin 
         const { install_id, archive_id } = request.params;
         const { expires, signature } = request.query;
         const file = await services.archives.download(install_id, archive_id, expires, signature);
+        if (file.size !== null) reply.header('content-length', file.size);
+        // A stream that fails midway (a checksum that does not match) ends the response short of its
+        // Content-Length: the client sees a broken download, never a complete-looking wrong one.
         return reply
           .header('content-type', file.contentType)
           .header('content-disposition', `attachment; filename="${file.fileName}"`)

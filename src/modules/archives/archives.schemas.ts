@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import { PageQuery, Paginated } from '../../http/pagination.js';
 import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
@@ -36,8 +37,9 @@ export const DownloadQuery = Type.Object({
 });
 
 /** The archive file itself (the simulated driver's is a tar.gz that says it is simulated). */
-export const ArchiveFileSchema = Type.Unsafe<Buffer>({
+export const ArchiveFileSchema = Type.Unsafe<Readable>({
   type: 'string',
   format: 'binary',
-  description: 'The archive file (application/gzip)',
+  description:
+    'The archive file (application/x-tar, uncompressed: the manifest.json, database.sql and files.tar.gz of the backup), streamed with its Content-Length',
 });
