@@ -8,7 +8,9 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { addDomain, uniqueDomain } from '../support/domains.js';
+import { sql } from 'drizzle-orm';
+import { startDnsServer } from '../support/dns-server.js';
+import { addDomain, uniqueDomain, verifyDomain } from '../support/domains.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Client, type Json } from '../support/harness.js';
 import { readyWorld } from '../support/jobs.js';
@@ -29,7 +31,13 @@ const TOOLS = [
 ];
 const missing = TOOLS.filter((p) => !existsSync(p));
 
-type Answer = { status: number; body: string; location: string | undefined } | null;
+type Answer = {
+  status: number;
+  body: string;
+  location: string | undefined;
+  /** nginx's page cache status (X-Cache-Status), when the answer went through it. */
+  cache?: string | undefined;
+} | null;
 
 /** GET on nginx with a Host header: status, body and Location, or null when nginx closed the connection. */
 function get(port: number, host: string, urlPath = '/'): Promise<Answer> {
@@ -43,7 +51,12 @@ function get(port: number, host: string, urlPath = '/'): Promise<Answer> {
           body += c;
         });
         res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, body, location: res.headers.location ?? undefined }),
+          resolve({
+            status: res.statusCode ?? 0,
+            body,
+            location: res.headers.location ?? undefined,
+            cache: res.headers['x-cache-status'] as string | undefined,
+          }),
         );
       },
     );
@@ -73,7 +86,12 @@ function getTls(port: number, host: string, ca: string, urlPath = '/'): Promise<
           body += c;
         });
         res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, body, location: res.headers.location ?? undefined }),
+          resolve({
+            status: res.statusCode ?? 0,
+            body,
+            location: res.headers.location ?? undefined,
+            cache: res.headers['x-cache-status'] as string | undefined,
+          }),
         );
       },
     );
@@ -92,6 +110,28 @@ async function until(ask: () => Promise<Answer>, ok: (r: Answer) => boolean) {
     await new Promise((r) => setTimeout(r, 200));
   }
   return last;
+}
+
+/**
+ * Asks each of `asks` over and over (a short pause between two) until `end()`, which answers every
+ * answer got: clients requesting throughout a routing change.
+ */
+function hammer(asks: (() => Promise<Answer>)[]) {
+  let stopped = false;
+  const got: Answer[] = [];
+  const loops = asks.map(async (ask) => {
+    while (!stopped) {
+      got.push(await ask());
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  });
+  return {
+    async end() {
+      stopped = true;
+      await Promise.all(loops);
+      return got;
+    },
+  };
 }
 
 /** The serial of the certificate nginx shows for `servername` (openssl s_client), or null: none shown. */
@@ -119,6 +159,8 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
   if (missing.length > 0) return;
   const [port, tlsPort] = [await freePort(), await freePort()];
   const pki = createPki();
+  // D6 (issue 28 finding 8): a domain is served once verified; its TXT records come from this server.
+  const dns = await startDnsServer();
   const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'hostplane-routing-'));
   const rootsFile = path.join(scratch, 'roots.pem');
   await fs.writeFile(rootsFile, pki.root.certPem);
@@ -131,6 +173,7 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
       HOSTING_HTTPS_PORT: String(tlsPort),
       NODE_EXTRA_CA_CERTS: rootsFile,
       PUBLIC_URL: 'https://api.hostplane.test',
+      DNS_SERVERS: dns.address,
     },
   });
   const f = factories(t);
@@ -162,6 +205,10 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     );
     return { w, cname };
   }
+
+  /** createDomain then verifyDomainTxtRecord (D6: only a verified domain is served); the verified record. */
+  const addServed = async (client: Client, installId: string, name: string, extra = {}) =>
+    verifyDomain(dns, client, installId, await addDomain(client, installId, name, extra));
 
   /** The install's apply_routing operations, newest first. */
   async function routingOps(client: Client, installId: string): Promise<Json[]> {
@@ -197,8 +244,8 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     const client = w.owner.client;
     const primaryName = uniqueDomain('www');
     const oldName = uniqueDomain('old');
-    const primary = await addDomain(client, w.install.id, primaryName, { primary: true });
-    await addDomain(client, w.install.id, oldName, { redirect_to: primary.id });
+    const primary = await addServed(client, w.install.id, primaryName, { primary: true });
+    await addServed(client, w.install.id, oldName, { redirect_to: primary.id });
     // Both changes while its step is queued: one operation applies them (coalesced).
     const [op] = await routingOps(client, w.install.id);
     assert.equal(op?.status, 'queued');
@@ -309,7 +356,7 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     const name = uniqueDomain('late');
     const before = await routingOps(client, w.install.id);
     try {
-      await addDomain(client, w.install.id, name);
+      await addServed(client, w.install.id, name);
       await t.runJobs();
       const op = await newRoutingOp(client, w.install.id, before);
       assert.equal(op.status, 'failed', JSON.stringify(op));
@@ -323,7 +370,7 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     }
     // The next change applies the whole state again, the name refused before included.
     const failed = await routingOps(client, w.install.id);
-    const other = await addDomain(client, w.install.id, uniqueDomain('next'));
+    const other = await addServed(client, w.install.id, uniqueDomain('next'));
     await t.runJobs();
     assert.equal((await newRoutingOp(client, w.install.id, failed)).status, 'completed');
     assert.equal(
@@ -338,6 +385,75 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     assert.equal((await get(port, other.name))?.status, 200);
   });
 
+  it('issue 29 defect 1: with clients requesting throughout a certificate import and then a primary change, HTTPS serves the site with https:// links within seconds of each operation: no cached redirect to the wrong port, no page from the old site URL', async () => {
+    const { w } = await installA();
+    const client = w.owner.client;
+    const ca = pki.root.certPem;
+    const [one, two] = [uniqueDomain('c1'), uniqueDomain('c2')];
+    await addServed(client, w.install.id, one, { primary: true });
+    const second = await addServed(client, w.install.id, two);
+    await t.runJobs();
+    // The other name serves the site with the primary's links (WordPress keeps the requested host;
+    // a port other than home's gets its canonical redirect to home's port: what nginx kept 10 minutes).
+    const other = await until(
+      () => get(port, two),
+      (r) => r?.status === 200,
+    );
+    assert.ok(other?.body.includes(`${url(one)}/`), JSON.stringify(other).slice(0, 300));
+    // The page cache still works: a page asked twice is a HIT (its key tells scheme, host and port apart).
+    assert.equal((await get(port, two))?.cache, 'HIT');
+    /** Three answers in a row (after the first good one) hold `ok`: stable, not one lucky miss. */
+    const settled = async (ask: () => Promise<Answer>, ok: (r: Answer) => boolean) => {
+      const first = await until(ask, ok);
+      assert.ok(ok(first), JSON.stringify(first).slice(0, 400));
+      for (let i = 0; i < 3; i++) {
+        const again = await ask();
+        assert.ok(ok(again), JSON.stringify(again).slice(0, 400));
+      }
+    };
+    const during = hammer(
+      [one, two].flatMap((n) => [
+        () => get(port, n),
+        () => getTls(tlsPort, n, ca),
+        () => getTls(tlsPort, n, ca),
+      ]),
+    );
+    try {
+      const leaf = pki.leaf({ names: [one, two] });
+      const imported = await client.post(`/v1/installs/${w.install.id}/ssl_certificates/third_party`, {
+        certificate: b64(leaf.certPem + pki.intermediate.certPem),
+        private_key: b64(leaf.keyPem),
+      });
+      assert.equal(imported.status, 200, JSON.stringify(imported.body));
+      await t.runJobs();
+      const secure = `https://${one}:${tlsPort}`;
+      assert.equal((await siteUrls(w.install.id)).home, secure);
+      // Both names over HTTPS: the site with https:// links to the primary, no redirect to the HTTP port.
+      for (const name of [one, two])
+        await settled(
+          () => getTls(tlsPort, name, ca),
+          (r) => r?.status === 200 && r.body.includes(`${secure}/`) && !r.body.includes(`${one}:${port}`),
+        );
+
+      const patched = await client.patch(`/v1/installs/${w.install.id}/domains/${second.id}`, {
+        primary: true,
+      });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+      await t.runJobs();
+      const next = `https://${two}:${tlsPort}`;
+      assert.equal((await siteUrls(w.install.id)).home, next);
+      // No page built from the old primary's URL is answered (it was cached for both names before).
+      for (const name of [two, one])
+        await settled(
+          () => getTls(tlsPort, name, ca),
+          (r) => r?.status === 200 && r.body.includes(`${next}/`) && !r.body.includes(`${secure}/`),
+        );
+    } finally {
+      const answers = await during.end();
+      assert.ok(answers.length > 0);
+    }
+  });
+
   // Install B: a certificate, then the install's deletion.
   let b: (Awaited<ReturnType<typeof served>> & { name: string; serial: string }) | undefined;
 
@@ -345,7 +461,7 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     const s = await served();
     const client = s.w.owner.client;
     const name = uniqueDomain('tls');
-    await addDomain(client, s.w.install.id, name, { primary: true });
+    await addServed(client, s.w.install.id, name, { primary: true });
     await t.runJobs();
     // No certificate yet: nothing listens on the HTTPS port (it is bound once one is served).
     assert.equal(servedSerial(tlsPort, name), null);
@@ -400,7 +516,7 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     const domain = (list.body.results as Json[]).find((d) => d.name === name);
     assert.ok(domain, JSON.stringify(list.body));
     // Another domain, no certificate covers it.
-    const bare = await addDomain(client, w.install.id, uniqueDomain('bare'));
+    const bare = await addServed(client, w.install.id, uniqueDomain('bare'));
     await t.runJobs();
     const setSecure = async (id: string, on: boolean) => {
       const before = await routingOps(client, w.install.id);
@@ -444,6 +560,84 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     assert.equal(conf.includes('return 301 https://$host'), false);
   });
 
+  it('issue 28 finding 8 (D6): an unverified domain serves nothing; another install adding the same name never serves it, cannot verify it (400), and a bad row cannot make nginx serve it from that install', async () => {
+    assert.ok(b, 'runs after the certificate test');
+    // nginx serves a duplicate server_name from the first file in name order: the attacker's sorts first.
+    const [attacker, victim] = [await installA(), b].sort((p, q) =>
+      slugOf(p.w.install.id) < slugOf(q.w.install.id) ? -1 : 1,
+    );
+    if (!attacker || !victim) throw new Error('two installs');
+    // Each install answers a challenge path of its own on every name it serves: who serves the name.
+    const token = 'tok_WhoServes-8';
+    for (const [who, s] of [
+      ['victim', victim],
+      ['attacker', attacker],
+    ] as const)
+      await fs.writeFile(path.join(host.paths(s.w.install.id).dir, 'acme-challenge', token), who);
+    const name = uniqueDomain('shop');
+    const whoServes = async () =>
+      (await get(port, name, `/.well-known/acme-challenge/${token}`))?.body ?? null;
+    /** Asks until `who` serves the name (a reload's new workers take a moment); answers the last. */
+    const servedBy = async (who: string) => {
+      for (let i = 0; i < 50; i++) {
+        const now = await whoServes();
+        if (now === who) return now;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      return whoServes();
+    };
+
+    const victimDomain = await addDomain(victim.w.owner.client, victim.w.install.id, name);
+    const attackerDomain = await addDomain(attacker.w.owner.client, attacker.w.install.id, name);
+    await t.runJobs();
+    assert.equal(await whoServes(), null, 'unverified on both: served by neither (closed)');
+    const confOf = (id: string) => fs.readFile(path.join(web, 'sites', `${slugOf(id)}.conf`), 'utf8');
+    assert.equal((await confOf(attacker.w.install.id)).includes(name), false);
+
+    await verifyDomain(dns, victim.w.owner.client, victim.w.install.id, victimDomain);
+    await t.runJobs();
+    assert.equal(await servedBy('victim'), 'victim');
+    // The attacker publishes its own record: the name is verified elsewhere, a clear 400.
+    dns.answer(attackerDomain.txt_verification_key, { txt: [attackerDomain.txt_verification_value] });
+    const refused = await attacker.w.owner.client.post(
+      `/v1/installs/${attacker.w.install.id}/domains/${attackerDomain.id}/verification`,
+    );
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    assert.equal(refused.body.errors?.[0]?.code, 'domain_verified_elsewhere', JSON.stringify(refused.body));
+    await t.runJobs();
+    assert.equal(await whoServes(), 'victim');
+
+    // A bad row (the victim's record gone while its block still serves the name): the attacker's
+    // verification goes through, but the web tier refuses a block naming a name another serves.
+    await t.database.db.execute(sql`delete from domains where id = ${victimDomain.id}`);
+    const before = await routingOps(attacker.w.owner.client, attacker.w.install.id);
+    const verified = await attacker.w.owner.client.post(
+      `/v1/installs/${attacker.w.install.id}/domains/${attackerDomain.id}/verification`,
+    );
+    assert.equal(verified.body.ownership_status, 'TXT_VERIFIED', JSON.stringify(verified.body));
+    await t.runJobs();
+    const op = await newRoutingOp(attacker.w.owner.client, attacker.w.install.id, before);
+    assert.equal(op.status, 'failed', JSON.stringify(op));
+    assert.match(
+      String(op.error),
+      new RegExp(`${name.replace(/\./g, '\\.')} is served by ${slugOf(victim.w.install.id)}`),
+    );
+    assert.equal(await whoServes(), 'victim');
+    assert.equal((await confOf(attacker.w.install.id)).includes(name), false);
+    // The attacker's record removed: its routing applies again (without the name).
+    const cleared = await routingOps(attacker.w.owner.client, attacker.w.install.id);
+    const removed = await attacker.w.owner.client.delete(
+      `/v1/installs/${attacker.w.install.id}/domains/${attackerDomain.id}`,
+    );
+    assert.equal(removed.status, 204);
+    await t.runJobs();
+    assert.equal(
+      (await newRoutingOp(attacker.w.owner.client, attacker.w.install.id, cleared)).status,
+      'completed',
+    );
+    assert.equal(await whoServes(), 'victim');
+  });
+
   it('issue 21: deleting the install removes its server blocks (reloaded), certificates, pool, user, files and database: its names are no longer served', async () => {
     assert.ok(b, 'runs after the certificate test');
     const { w, cname, name } = b;
@@ -467,9 +661,9 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     assert.throws(() => execFileSync('id', ['-u', userOf(w.install.id)], { stdio: 'ignore' }));
     assert.equal(await host.databaseExists(w.install.id), false);
     assert.equal(await host.userExists(w.install.id), false);
-    // Install A is still served.
+    // Install A is still served (a static file: its WordPress's home is on the HTTPS port by now).
     const { cname: other } = await installA();
-    assert.equal((await get(port, other))?.status, 200);
+    assert.equal((await get(port, other, '/wp-includes/css/dist/block-library/style.min.css'))?.status, 200);
   });
 
   /** A post in the install's database (content as given); answers its id. */
@@ -489,14 +683,14 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     const client = source.w.owner.client;
     const sourcePrimary = uniqueDomain('sp');
     const sourceOld = uniqueDomain('so');
-    const primary = await addDomain(client, source.w.install.id, sourcePrimary, { primary: true });
-    await addDomain(client, source.w.install.id, sourceOld, { redirect_to: primary.id });
+    const primary = await addServed(client, source.w.install.id, sourcePrimary, { primary: true });
+    await addServed(client, source.w.install.id, sourceOld, { redirect_to: primary.id });
     const destination = await f.install(client, source.w.account.id, source.w.site.id, 'staging');
     seen.push(destination.id);
     host.paths(destination.id);
     await t.runJobs();
     const destinationName = uniqueDomain('dp');
-    await addDomain(client, destination.id, destinationName, { primary: true });
+    await addServed(client, destination.id, destinationName, { primary: true });
     const leaf = pki.leaf({ names: [destinationName] });
     const imported = await client.post(`/v1/installs/${destination.id}/ssl_certificates/third_party`, {
       certificate: b64(leaf.certPem + pki.intermediate.certPem),
@@ -563,7 +757,7 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     assert.equal(made.status, 202, JSON.stringify(made.body));
     await t.runJobs();
     const name = uniqueDomain('rp');
-    await addDomain(client, s.w.install.id, name, { primary: true });
+    await addServed(client, s.w.install.id, name, { primary: true });
     await t.runJobs();
     assert.equal((await siteUrls(s.w.install.id)).home, url(name));
     const before = await routingOps(client, s.w.install.id);

@@ -101,6 +101,8 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       redirects: [...byTarget].map(([target, names]) => ({ target, names })),
       tls,
       url: urlOf(primary?.name ?? defaultName),
+      // Issue 29 defect 1: pages cached before this routing are never answered after it.
+      cacheGeneration: randomBytes(8).toString('hex'),
     };
     const names = [...served, ...domains.filter((d) => d.redirect_to !== null).map((d) => d.name)];
     return { block, names, wanted, url: block.url as string };
@@ -147,6 +149,13 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
   async function signalIfJoined(joined: boolean) {
     if (!joined || !(await nginx.running())) return false;
     return signalDaemon(paths.nginxPid, 'SIGHUP');
+  }
+
+  /** Empties the install's FastCGI page cache: its files go, nginx answers MISS for them. */
+  async function purgePage(installId: string) {
+    const dir = path.join(paths.cache, installSlug(installId));
+    const entries = await fs.readdir(dir).catch(() => [] as string[]);
+    for (const entry of entries) await files.remove(path.join(dir, entry));
   }
 
   /** The install's site URL as provisioning sets it: `http://<cname>[:port]`. */
@@ -225,23 +234,29 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
 
     /**
      * Issue 21 (D1-D7, L1-L2): the install's server blocks rebuilt from the whole routing state
-     * (checked by `nginx -t`, swapped in, reloaded), then WordPress's home and siteurl set to the
-     * site's URL. Safe to run again; a failed check changes nothing that is served.
+     * and checked by `nginx -t`; WordPress's home and siteurl set to the site's URL; then the blocks
+     * swapped in and reloaded. Safe to run again; a failed check changes nothing that is served.
+     * Issue 29 defect 1: the site URL moves before the new blocks serve (a request on a new name or
+     * scheme never meets WordPress's old URL, whose canonical redirect pointed at the old port), the
+     * new blocks' page-cache generation makes every page cached before unreachable (also one built
+     * from the old URL by a request in flight), and the install's cache files are purged after.
      */
     async applyRouting(routing: RoutingRequest, signal: AbortSignal): Promise<{ names: string[] }> {
       const { install } = routing;
       const { block, names, wanted, url } = await routingBlock(install, routing);
-      await nginx.put(block, signal);
-      await removeStaleCertificates(install.id, wanted);
       const dirs = pathsOf(ctx.hostingRoot, install.id);
-      if (await files.exists(path.join(dirs.public, 'wp-config.php')))
-        await wordpress.setSiteUrl({
-          documentRoot: dirs.public,
-          script: paths.siteUrl,
-          user: systemUser(install.id),
-          url,
-          signal,
-        });
+      await nginx.put(block, signal, async () => {
+        if (await files.exists(path.join(dirs.public, 'wp-config.php')))
+          await wordpress.setSiteUrl({
+            documentRoot: dirs.public,
+            script: paths.siteUrl,
+            user: systemUser(install.id),
+            url,
+            signal,
+          });
+      });
+      await removeStaleCertificates(install.id, wanted);
+      await purgePage(install.id);
       return { names };
     },
 
@@ -349,12 +364,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       return stored;
     },
 
-    /** Empties the install's FastCGI page cache: its files go, nginx answers MISS for them. */
-    async purgePage(installId: string) {
-      const dir = path.join(paths.cache, installSlug(installId));
-      const entries = await fs.readdir(dir).catch(() => [] as string[]);
-      for (const entry of entries) await files.remove(path.join(dir, entry));
-    },
+    purgePage,
 
     /** Stops serving an install: its server block (reloaded), its pool, its user. */
     async deprovision(installId: string, signal: AbortSignal) {

@@ -46,3 +46,26 @@ describe('nginx server blocks: secure_all_urls (D2, issue 21)', () => {
     assert.equal(servers(off).find((s) => s.listen === '80')?.names, 'site.test shop.example bare.example');
   });
 });
+
+describe('nginx server blocks: the page cache (issue 29 defect 1)', () => {
+  it('keys pages by scheme, host, port and the routing generation, keeps 200s only and never an answer with a Location', () => {
+    const text = serverBlock(
+      { ...block, cacheGeneration: '0f1e2d3c4b5a6978' },
+      { http: 8080, https: 8443 },
+      paths,
+    );
+    assert.match(
+      text,
+      /fastcgi_cache_key "\$scheme:\/\/\$host:\$server_port\$request_uri \$request_method 0f1e2d3c4b5a6978";/,
+    );
+    assert.match(text, /fastcgi_cache_valid 200 10m;/);
+    assert.doesNotMatch(text, /fastcgi_cache_valid[^;]*30[12]/);
+    assert.match(text, /fastcgi_no_cache \$hp_skip_cache \$upstream_http_location;/);
+    // A new generation is a new key: nothing cached under the old one is answered.
+    const next = serverBlock({ ...block, cacheGeneration: 'aa' }, { http: 8080, https: 8443 }, paths);
+    assert.doesNotMatch(next, /0f1e2d3c4b5a6978/);
+    assert.throws(() =>
+      serverBlock({ ...block, cacheGeneration: 'x"; evil' }, { http: 8080, https: 8443 }, paths),
+    );
+  });
+});

@@ -39,6 +39,11 @@ export interface ServerBlock {
    * (a comment) so a copy into the install rewrites links to it (`siteUrlOf`).
    */
   url?: string;
+  /**
+   * Issue 29 defect 1: part of the page cache's key (1-32 hex digits), new at every routing change,
+   * so pages cached before it are never answered after it. Default `0`.
+   */
+  cacheGeneration?: string;
 }
 
 /**
@@ -109,13 +114,20 @@ export const CACHE_SKIP = `  set $hp_skip_cache 0;
   if ($request_uri ~* "^/(wp-admin/|wp-[a-z-]+.php|xmlrpc.php|feed/)") { set $hp_skip_cache 1; }
   if ($http_cookie ~* "comment_author|wordpress_[a-f0-9]+|wp-postpass|wordpress_logged_in|wordpress_no_cache") { set $hp_skip_cache 1; }`;
 
-/** The PHP location's cache directives: the install's zone, the skip rules, `X-Cache-Status`. */
-export function cacheUse(slug: string): string {
+/**
+ * The PHP location's cache directives: the install's zone, the skip rules, `X-Cache-Status` (issue 29
+ * defect 1). The key tells scheme, host and port apart, and holds the block's routing generation:
+ * every routing change writes a new one, so no page built before it (from an old site URL) is
+ * answered after it. Only 200s are kept, and never an answer with a `Location` (a redirect, whatever
+ * its status or its cache headers): a redirect follows WordPress's home, which routing moves.
+ */
+export function cacheUse(slug: string, generation: string): string {
+  if (!/^[0-9a-f]{1,32}$/.test(generation)) throw new Error(`not a cache generation: ${generation}`);
   return `    fastcgi_cache ${slug};
-    fastcgi_cache_key "$scheme$request_method$host$request_uri";
-    fastcgi_cache_valid 200 301 302 10m;
+    fastcgi_cache_key "$scheme://$host:$server_port$request_uri $request_method ${generation}";
+    fastcgi_cache_valid 200 10m;
     fastcgi_cache_bypass $hp_skip_cache;
-    fastcgi_no_cache $hp_skip_cache;
+    fastcgi_no_cache $hp_skip_cache $upstream_http_location;
     add_header X-Cache-Status $upstream_cache_status always;`;
 }
 
@@ -147,6 +159,14 @@ function serverHead(listen: string, names: string[], tls?: { certificate: string
   return `${head}  ssl_certificate ${configPath(tls.certificate)};
   ssl_certificate_key ${configPath(tls.key)};
 `;
+}
+
+/** Every name the `server_name` directives of a configuration text list. */
+function namesIn(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const m of text.matchAll(/^\s*server_name\s+([^;]*);/gm))
+    for (const n of (m[1] ?? '').split(/\s+/)) if (n) names.add(n);
+  return names;
 }
 
 /** The comment that records a server block's site URL. */
@@ -222,7 +242,7 @@ ${CACHE_SKIP}
     fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
     fastcgi_param HTTP_HOST $http_host;
     fastcgi_pass unix:${socket};
-${cacheUse(block.slug)}
+${cacheUse(block.slug, block.cacheGeneration ?? '0')}
   }
 `;
 }
@@ -293,13 +313,37 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
     );
   }
 
+  /**
+   * Issue 28 finding 8 (D6), defence in depth behind the API (which routes a name on the one install
+   * that verified it): a block naming a name another install's live block serves is never written.
+   * nginx itself accepts a duplicate `server_name` and serves it from the first file in name order.
+   */
+  async function refuseTaken(slug: string, text: string) {
+    const wanted = namesIn(text);
+    for (const file of (await fs.readdir(paths.sites)).sort()) {
+      if (!file.endsWith('.conf') || file === `${slug}.conf`) continue;
+      const other = namesIn(await fs.readFile(path.join(paths.sites, file), 'utf8').catch(() => ''));
+      const taken = [...wanted].filter((n) => other.has(n));
+      if (taken.length > 0)
+        throw new Error(
+          `${taken.join(', ')} ${taken.length === 1 ? 'is' : 'are'} served by ${file.slice(0, -'.conf'.length)}: a name is served by one install only; the running configuration is kept`,
+        );
+    }
+  }
+
   return {
-    /** Writes (or rewrites) an install's server block: checked, renamed in, reloaded. */
-    put: (block: ServerBlock, signal: AbortSignal) =>
+    /**
+     * Writes (or rewrites) an install's server block: checked, renamed in, reloaded. `beforeSwap`
+     * runs once the new configuration passed its checks, before it goes live (routing sets WordPress's
+     * site URL there, so no request reaches the new block while WordPress still has the old URL).
+     */
+    put: (block: ServerBlock, signal: AbortSignal, beforeSwap?: () => Promise<void>) =>
       serial(async () => {
         await prepare();
         const text = serverBlock(block, ports, paths);
+        await refuseTaken(block.slug, text);
         await check({ slug: block.slug, text }, signal);
+        await beforeSwap?.();
         const live = path.join(paths.sites, `${block.slug}.conf`);
         const temp = path.join(paths.sites, `.${block.slug}.conf.tmp`);
         await fs.writeFile(temp, text);
@@ -324,11 +368,7 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
 
     /** The names the install's live server block file answers for (every server of it, HTTP or HTTPS). */
     async servedNames(slug: string): Promise<Set<string>> {
-      const text = await fs.readFile(path.join(paths.sites, `${slug}.conf`), 'utf8').catch(() => '');
-      const names = new Set<string>();
-      for (const m of text.matchAll(/^\s*server_name\s+([^;]*);/gm))
-        for (const n of (m[1] ?? '').split(/\s+/)) if (n) names.add(n);
-      return names;
+      return namesIn(await fs.readFile(path.join(paths.sites, `${slug}.conf`), 'utf8').catch(() => ''));
     },
 
     /** The site URL the install's live server block file records (null: none, or no file). */

@@ -63,8 +63,9 @@ export async function domainNames(db: Db, installId: string): Promise<string[]> 
 }
 
 /**
- * Issue 21: the install's domains as the web server routes them (the redirect target by name). A
- * duplicate (D3: its name verified on another install's record) is left out: the verified owner's.
+ * Issue 21: the install's domains as the web server routes them (the redirect target by name).
+ * Issue 28 finding 8 (D6): only its verified domains. A name is verified on one record at most
+ * (`domains_verified_name_key`), so it is served by one install only, the one that proved it owns it.
  */
 export async function routesOf(db: Db, installId: string) {
   return db
@@ -76,13 +77,7 @@ export async function routesOf(db: Db, installId: string) {
     })
     .from(domains)
     .leftJoin(target, eq(target.id, domains.redirect_to_id))
-    .where(
-      and(
-        eq(domains.install_id, installId),
-        sql`not exists (select 1 from ${domains} as verified where verified.name = ${domains.name}
-          and verified.ownership_status = 'TXT_VERIFIED' and verified.id <> ${domains.id})`,
-      ),
-    )
+    .where(and(eq(domains.install_id, installId), eq(domains.ownership_status, 'TXT_VERIFIED')))
     .orderBy(asc(domains.created_at), asc(domains.id));
 }
 

@@ -4,6 +4,7 @@ import { sqlState } from '../../db/errors.js';
 import { Errors } from '../../errors.js';
 import type { EventRecorder } from '../events/events.service.js';
 import type { InstallRow, InstallsService } from '../installs/installs.service.js';
+import type { RequestRouting } from '../routing/routing.service.js';
 import { txtRecordsMatch, verificationBase, verificationRecordName } from './domain-name.js';
 import * as repo from './domains.repo.js';
 import { RESOURCE } from './domains.rules.js';
@@ -15,7 +16,9 @@ export interface VerificationDeps {
   installs: Pick<InstallsService, 'setPrimaryDomain'>;
   resolver: TxtResolver;
   /** Runs `fn` in a transaction holding the install's lock. */
-  locked: <T>(installId: string, fn: (tx: Db) => Promise<T>) => Promise<T>;
+  locked: <T>(installId: string, fn: (tx: Db, install: InstallRow) => Promise<T>) => Promise<T>;
+  /** Issue 28 finding 8 (D6): a domain serves once verified, so its verification re-applies routing. */
+  requestRouting: RequestRouting;
   /** Issue 22: `domain.verified` and `domain.verification_failed`, in the transaction of the answer. */
   events?: EventRecorder;
 }
@@ -34,7 +37,7 @@ const verifiedElsewhere = (name: string) =>
  * retry (7 days with back-off) belongs to the job engine and is not here yet.
  */
 export function createDomainVerification(deps: VerificationDeps) {
-  const { db, clock, installs, resolver, locked, events } = deps;
+  const { db, clock, installs, resolver, locked, events, requestRouting } = deps;
 
   /** The event of a verification's answer, in `tx` (the domain row as it was before the answer). */
   const recordAnswer = (
@@ -58,11 +61,13 @@ export function createDomainVerification(deps: VerificationDeps) {
     });
 
   async function markVerified(install: InstallRow, domain: repo.DomainRow) {
-    await locked(install.id, async (tx) => {
+    await locked(install.id, async (tx, lockedInstall) => {
       const current = await repo.findDomain(tx, install.id, domain.id);
       if (!current) throw Errors.notFound();
       // Verified (or deleted and re-made) meanwhile: nothing left to do.
       if (current.txt_verification_value !== domain.txt_verification_value) return;
+      // D6: the name is served from now on (by this install only: the unique index below).
+      await requestRouting(tx, lockedInstall);
       await repo.updateDomain(tx, domain.id, {
         ownership_status: 'TXT_VERIFIED',
         txt_verified_time: clock.now(),
