@@ -326,11 +326,18 @@ describe('issue 28 finding 7: restores and copies are all or nothing', () => {
       await new Promise<never>(() => undefined);
     });
     const install = await ref(w, w.install.id);
-    void dying.restore(
+    const call = dying.restore(
       { key: randomUUID(), signal: new AbortController().signal },
       { install, snapshot: await snapshotOf(backup.id), restore_database: true },
     );
-    await halfway;
+    // The call ends only if it never reached the fault point (then the test fails, it does not hang).
+    await Promise.race([
+      halfway,
+      call.then(
+        () => assert.fail('the restore finished without reaching the point between its swaps'),
+        (err: Error) => assert.fail(`the restore failed before the point between its swaps: ${err.message}`),
+      ),
+    ]);
     // Half-way: the tables are the backup's, the files still the changed ones.
     assert.deepEqual((await dbState(w.install.id)).tables, restorePoint.tables);
     assert.deepEqual(await checksums(host.paths(w.install.id).public), changed.files);
