@@ -66,13 +66,21 @@ describe('hostplane doctor (issue 21)', { skip: canUnshare ? false : 'needs root
 
   it('the machine as it is (every tool installed): doctor exits 0', () => {
     const dataDir = fs.mkdtempSync(path.join(tmp, 'data-'));
+    // A HOSTING_ROOT not made yet under a directory anyone may pass (the default one is the machine's).
+    const hostingRoot = path.join(os.tmpdir(), `hostplane-doctor-unmade-${process.pid}`, 'hosting');
     const result = spawnSync(process.execPath, ['dist/cli.js', 'doctor'], {
-      env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, HOSTING_DRIVER: 'local', LOCAL_WEB: 'on' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATA_DIR: dataDir,
+        HOSTING_DRIVER: 'local',
+        LOCAL_WEB: 'on',
+        HOSTING_ROOT: hostingRoot,
+      },
       encoding: 'utf8',
     });
     assert.equal(result.status, 0, `${result.stdout}${result.stderr}`);
     // Issue 28: the file checks too (HOSTING_ROOT passable, DATA_DIR, modes; nosuid may only warn).
-    assert.match(result.stdout, /all 19 checks pass/);
+    assert.match(result.stdout, /all 20 checks pass/);
     assert.match(result.stdout, /^ok\s+HOSTING_ROOT passable by the install users and nginx/m);
     assert.doesNotMatch(result.stdout, /apt-get/);
   });

@@ -7,9 +7,15 @@ import { type DoctorProbe, doctorChecks, doctorReport, failing, missingPackages 
 function fakeProbe(
   missing: string[],
   root = true,
-  files: { modes?: Record<string, number>; dirs?: Record<string, string[]>; mounts?: string } = {},
+  files: {
+    modes?: Record<string, number>;
+    dirs?: Record<string, string[]>;
+    mounts?: string;
+    texts?: Record<string, string>;
+  } = {},
 ): DoctorProbe {
   return {
+    readText: (p) => files.texts?.[p] ?? null,
     stat: (p) => {
       // The hosting root's own paths exist only when given; what is above it is 0755.
       const mode = files.modes?.[p] ?? (p.startsWith('/srv/hosting') ? null : 0o755);
@@ -134,6 +140,7 @@ describe('hostplane doctor checks (issue 21)', () => {
     const report = doctorReport(local(true, root), checks);
     assert.match(report, /^WARN\s+HOSTING_ROOT mounted nosuid/m);
     assert.match(report, /2 of \d+ checks fail \(1 warning\)$/m);
+    assert.equal(named("PHP-FPM master's umask")?.ok, true, 'not running: nothing to say');
     assert.deepEqual(missingPackages(checks), []);
 
     // The same machine as the tenant model wants it: everything passes, nosuid on its own mount.
@@ -158,6 +165,17 @@ describe('hostplane doctor checks (issue 21)', () => {
         '22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n40 22 8:2 / /srv/hosting rw,nosuid,nodev - ext4 /dev/sda2 rw\n',
     });
     const fine = await doctorChecks(local(true, root), good, { dataDir: '/tmp/x', modes: true });
+    const old = fakeProbe([], true, {
+      texts: {
+        [`${root}/web/run/php-fpm.pid`]: '4242\n',
+        '/proc/4242/status': 'Name:\tphp-fpm8.2\nUmask:\t0022\n',
+      },
+    });
+    const umask = (await doctorChecks(local(true, root), old, { modes: true })).find((c) =>
+      c.name.startsWith("PHP-FPM master's umask"),
+    );
+    assert.equal(umask?.warning, true);
+    assert.match(umask?.detail ?? '', /pid 4242: 0022: .*kill -QUIT 4242/);
     assert.deepEqual(
       fine.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`),
       [],

@@ -8,7 +8,7 @@ import { PHP_FPM } from './php-fpm.js';
 import { TOOL_PATH } from './run.js';
 import { sshdDoctorChecks } from './sshd.js';
 import { NGINX } from './webserver.js';
-import { PHP_CLI, WORDPRESS_CORE } from './wordpress.js';
+import { INSTALL_UMASK, PHP_CLI, WORDPRESS_CORE } from './wordpress.js';
 
 /**
  * `hostplane doctor` (issue 21): every system tool the configured hosting driver spawns, run once the
@@ -40,6 +40,8 @@ export interface DoctorProbe {
   list(dir: string): string[];
   /** The text of /proc/self/mountinfo. */
   mountInfo(): string;
+  /** A small text file's content (null: none, or unreadable). */
+  readText(path: string): string | null;
 }
 
 export const systemProbe: DoctorProbe = {
@@ -77,6 +79,13 @@ export const systemProbe: DoctorProbe = {
       return fs.readFileSync('/proc/self/mountinfo', 'utf8');
     } catch {
       return '';
+    }
+  },
+  readText: (p) => {
+    try {
+      return fs.readFileSync(p, 'utf8');
+    } catch {
+      return null;
     }
   },
 };
@@ -155,6 +164,25 @@ function fileChecks(
         : `${problems.slice(0, 3).join('; ')}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ''}: hostplane serve sets the root-owned ones at start, an install's tree at its next provisioning`,
     debianPackage: null,
   });
+  if (web) {
+    // A PHP-FPM master started by an earlier version keeps its umask (its pools inherit it).
+    const pid = probe.readText(path.join(root, 'web', 'run', 'php-fpm.pid'))?.trim();
+    const status = pid && /^\d+$/.test(pid) ? probe.readText(`/proc/${pid}/status`) : null;
+    const umask = status ? /^Umask:\s+([0-7]+)/m.exec(status)?.[1] : undefined;
+    const ok = umask === undefined || Number.parseInt(umask, 8) === INSTALL_UMASK;
+    checks.push({
+      name: "PHP-FPM master's umask (its pools': 027)",
+      ok,
+      warning: !ok,
+      detail:
+        umask === undefined
+          ? 'not running (started with 027)'
+          : ok
+            ? `pid ${pid}: ${umask}`
+            : `pid ${pid}: ${umask}: what the sites' PHP writes may be readable by other installs; stop it (kill -QUIT ${pid}), the next start of hostplane serve/worker starts it with 027`,
+      debianPackage: null,
+    });
+  }
   let existing = root;
   while (!probe.exists(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
   const mount = nosuidOf(probe.mountInfo(), existing);
