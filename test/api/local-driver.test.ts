@@ -210,6 +210,52 @@ describe('local hosting driver (issue 16)', () => {
     assert.equal((await w.owner.client.get(`/v1/installs/${destination.id}`)).body.wp_version, '6.4.0');
   });
 
+  it("issue 28 finding 2 (LOCAL_WEB=off: root's trees): no setuid/setgid bit comes out of a copy or a restore, and a backup holding a device file is refused by its restore", async () => {
+    const w = await readyWorld(t, f);
+    const destination = await readyInstall(t, f, w, 'staging');
+    const p = host.paths(w.install.id);
+    await writeSite(p.public, '6.4.0', 'setuid');
+    const uploads = path.join(p.public, 'wp-content', 'uploads');
+    await fs.copyFile('/bin/sh', path.join(uploads, 'sh'));
+    await fs.chmod(path.join(uploads, 'sh'), 0o4755);
+    await fs.copyFile('/bin/sh', path.join(uploads, 'sg'));
+    await fs.chmod(path.join(uploads, 'sg'), 0o2755);
+    const withSetuid = await backupOf(w);
+    const setIds = () =>
+      execFileSync('find', [host.root, '-perm', '/6000', '-print'], { encoding: 'utf8' }).trim();
+    const copy = await w.owner.client.post('/v1/install_copy', {
+      source_environment_id: w.install.id,
+      destination_environment_id: destination.id,
+      custom_options: { include_files: true, include_db: false },
+    });
+    await t.runJobs();
+    assert.equal((await operationOf(w.owner.client, copy)).status, 'completed');
+    const restore = (backupId: string) =>
+      w.owner.client.post(`/v1/installs/${w.install.id}/backups/${backupId}/restore`, {
+        notification_emails: [],
+        restore_database: false,
+        create_checkpoint: false,
+      });
+    const restored = await restore(withSetuid.id);
+    await t.runJobs();
+    assert.equal((await operationOf(w.owner.client, restored)).status, 'completed');
+    assert.equal(setIds(), '', 'no setuid/setgid file under HOSTING_ROOT');
+    const sh = await fs.stat(path.join(host.paths(destination.id).public, 'wp-content', 'uploads', 'sh'));
+    assert.equal(sh.mode & 0o7777, 0o755, 'the copy keeps the file, without the bit');
+
+    // A device file (only root can make one) in a backup: its restore fails and changes nothing.
+    execFileSync('mknod', [path.join(p.public, 'null'), 'c', '1', '3']);
+    const withDevice = await backupOf(w);
+    await fs.rm(path.join(p.public, 'null'));
+    const before = await checksums(p.public);
+    const refused = await restore(withDevice.id);
+    await t.runJobs();
+    const op = await operationOf(w.owner.client, refused);
+    assert.equal(op.status, 'failed', JSON.stringify(op));
+    assert.deepEqual(await checksums(p.public), before);
+    assert.deepEqual(await fs.readdir(path.join(host.root, 'staging')).catch(() => []), []);
+  });
+
   it('R1 a restore that fails half-way (after staging, before the swap) leaves the install as it was, and no staging behind', async () => {
     const w = await readyWorld(t, f);
     const p = host.paths(w.install.id);
