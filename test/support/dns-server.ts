@@ -26,10 +26,12 @@ export interface TestDnsServer {
   close(): Promise<void>;
 }
 
+// dns2 2.4.0 (the last that declares Node 20, decision 151) has Packet.RCODE at run time, not in its types.
+const { RCODE } = Packet as unknown as { RCODE: Record<'NXDOMAIN' | 'SERVFAIL' | 'REFUSED', number> };
 const RCODES = {
-  NXDOMAIN: Packet.RCODE.NXDOMAIN,
-  SERVFAIL: Packet.RCODE.SERVFAIL,
-  REFUSED: Packet.RCODE.REFUSED,
+  NXDOMAIN: RCODE.NXDOMAIN,
+  SERVFAIL: RCODE.SERVFAIL,
+  REFUSED: RCODE.REFUSED,
 };
 
 /**
