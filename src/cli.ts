@@ -6,17 +6,20 @@ import { openDatabase } from './db/client.js';
 import { migrateDatabase } from './db/migrate.js';
 import { PGLITE_TEMPLATE_DIR, writeTemplate } from './db/template.js';
 import { doctorChecks, doctorReport, failing, systemProbe } from './drivers/local/doctor.js';
+import { AgentStopped, agentInstalls, runAgent } from './fleet/agent.js';
 import { createJobQueue } from './jobs/queue.js';
 import { openConfiguredDatabase, start } from './main.js';
 import { SeedFixture } from './modules/admin/admin.schemas.js';
 import { resealSecrets } from './reseal.js';
 import { loadOrCreateSecret } from './secrets.js';
-import { createServices } from './services.js';
+import { configuredDriver, createServices } from './services.js';
 
 const USAGE = `usage: hostplane <command>
   serve           run the API and the job worker in one process (default)
   api             run the API only (PostgreSQL; run workers beside it)
   worker          run the job worker only (PostgreSQL)
+  agent           run a hosting server's agent (issue 30): enrols with AGENT_ENROLMENT_TOKEN once,
+                  then runs this server's calls from AGENT_CONTROL_PLANE_URL with HOSTING_DRIVER
   migrate         apply database migrations and exit
   doctor          check the system tools the configured hosting driver needs (exit 1 naming the
                   Debian packages that are missing)
@@ -106,6 +109,46 @@ async function doctor(config: Config, refuse: boolean) {
   if (!ok) process.exitCode = 1;
 }
 
+/**
+ * Issue 30: `hostplane agent`. Its DATA_DIR holds this server's own state (the driver's task records,
+ * in an embedded database of its own): no database of the control plane is ever opened here.
+ */
+async function agent() {
+  const config = loadConfig();
+  const { controlPlaneUrl, enrolmentToken, credentialFile, heartbeatSeconds } = config.fleet.agent;
+  if (!controlPlaneUrl) throw new Error('agent needs AGENT_CONTROL_PLANE_URL');
+  if (config.driver.kind === 'fleet')
+    throw new Error('agent runs HOSTING_DRIVER=local (or simulated), not fleet');
+  if (config.db.kind !== 'pglite') throw new Error('agent keeps its state in DATA_DIR: unset DATABASE_URL');
+  await doctor(config, true);
+  const database = await openConfiguredDatabase(config);
+  const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
+  const driver = configuredDriver({ config, db: database.db, clock: systemClock, secretKey });
+  const stop = new AbortController();
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop.abort());
+  try {
+    await driver.start?.();
+    await runAgent({
+      controlPlaneUrl,
+      credentialFile,
+      enrolmentToken,
+      heartbeatSeconds,
+      driver,
+      version: AGENT_VERSION,
+      dataDir: config.dataDir,
+      log: (message) => console.log(`hostplane agent: ${message}`),
+      signal: stop.signal,
+      installs: agentInstalls(database.db),
+    });
+  } finally {
+    await driver.close?.();
+    await database.close();
+  }
+}
+
+/** The version an agent reports (package.json's, bundled at build). */
+const AGENT_VERSION = '0.1.0';
+
 async function main(argv: string[]) {
   const [command = 'serve', ...args] = argv;
   switch (command) {
@@ -119,6 +162,9 @@ async function main(argv: string[]) {
     }
     case 'doctor':
       await doctor(loadConfig(), false);
+      return;
+    case 'agent':
+      await agent();
       return;
     case 'migrate': {
       // The schema, then pg-boss's own schema and queues: processes started together afterwards find
@@ -151,6 +197,10 @@ async function main(argv: string[]) {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  console.error(err instanceof ConfigError ? err.message : `hostplane: ${(err as Error).message}`);
+  console.error(
+    err instanceof ConfigError || err instanceof AgentStopped
+      ? err.message
+      : `hostplane: ${(err as Error).message}`,
+  );
   process.exit(1);
 });

@@ -296,7 +296,7 @@ describe('loadConfig', () => {
       ],
     );
     assert.deepEqual(problemsOf({ HOSTING_DRIVER: 'remote' }), [
-      'HOSTING_DRIVER must be one of simulated, local (got "remote")',
+      'HOSTING_DRIVER must be one of simulated, local, fleet (got "remote")',
     ]);
   });
 
@@ -423,5 +423,27 @@ describe('loadConfig', () => {
       const retired = problemsOf({ WEBHOOK_ALLOW_PRIVATE_TARGETS: value });
       assert.match(retired.join('\n'), /WEBHOOK_ALLOW_PRIVATE_TARGETS is retired.*WEBHOOK_ALLOWED_NETWORKS/);
     }
+  });
+
+  it('issue 30: HOSTING_DRIVER=fleet, the FLEET_* defaults, and the agent settings checked', () => {
+    const config = loadConfig({ HOSTING_DRIVER: 'fleet', DATA_DIR: '/srv/agent' });
+    assert.equal(config.driver.kind, 'fleet');
+    assert.equal(config.fleet.silentSeconds, 35);
+    assert.equal(config.fleet.silentFailSeconds, 900);
+    assert.equal(config.fleet.agent.credentialFile, '/srv/agent/agent-credential');
+    assert.equal(config.fleet.agent.controlPlaneUrl, null);
+    const problems = (() => {
+      try {
+        loadConfig({
+          FLEET_SILENT_SECONDS: '1',
+          AGENT_CONTROL_PLANE_URL: 'ftp://x',
+          AGENT_ENROLMENT_TOKEN: 'x',
+        });
+        return [];
+      } catch (err) {
+        return (err as ConfigError).problems;
+      }
+    })();
+    assert.equal(problems.length, 3, problems.join('; '));
   });
 });

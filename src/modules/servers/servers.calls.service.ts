@@ -38,13 +38,16 @@ const MAX_ERROR = 2000;
 const MAX_DEFER_MS = 3_600_000;
 const POLL_MS = 250;
 
+/** Waits `ms` or until `signal` aborts; the abort listener goes with the wait. */
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const done = () => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
       resolve();
-    });
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 
 /**

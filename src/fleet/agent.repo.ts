@@ -1,0 +1,27 @@
+import { eq, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { accounts, installs } from '../db/schema.js';
+
+/**
+ * Issue 30: the agent's own database (its DATA_DIR, never the control plane's) records the installs
+ * this server hosts, under one local account, as the drivers' tables expect an install row (the
+ * simulated driver's state references it; the local driver reads its name for WordPress's title).
+ */
+const LOCAL_ACCOUNT = '00000000-0000-4000-8000-000000000030';
+
+export async function ensureInstall(db: Db, id: string, name: string | null) {
+  await db.insert(accounts).values({ id: LOCAL_ACCOUNT, name: 'this hosting server' }).onConflictDoNothing();
+  await db
+    .insert(installs)
+    .values({ id, account_id: LOCAL_ACCOUNT, name: name || `hp-${id}`, status: 'active' })
+    .onConflictDoNothing();
+}
+
+export async function forgetInstall(db: Db, id: string) {
+  await db.delete(installs).where(eq(installs.id, id));
+}
+
+export async function countInstalls(db: Db): Promise<number> {
+  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(installs);
+  return Number(row?.n ?? 0);
+}

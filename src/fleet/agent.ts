@@ -1,0 +1,289 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Db } from '../db/client.js';
+import {
+  type CallContext,
+  DriverError,
+  type DriverResult,
+  type HostingDriver,
+  type InstallRef,
+} from '../drivers/driver.js';
+import * as agentRepo from './agent.repo.js';
+import { REMOTE_METHODS, type RemoteMethod } from './remote-driver.js';
+
+/** The agent protocol spoken (modules/servers/servers.service.ts AGENT_PROTOCOL). */
+export const AGENT_PROTOCOL = 1;
+
+export interface AgentDeps {
+  /** The control plane's base URL (http or https). */
+  controlPlaneUrl: string;
+  /** Where the server's credential is kept (written 0600). */
+  credentialFile: string;
+  /** Used once, when the credential file does not exist yet. */
+  enrolmentToken: string | null;
+  heartbeatSeconds: number;
+  /** The driver of this server (local, or simulated in tests). */
+  driver: HostingDriver;
+  version: string;
+  /** The directory whose file system's free space is reported. */
+  dataDir: string;
+  log: (message: string) => void;
+  signal: AbortSignal;
+  /** The installs this server hosts, in the agent's own database (agent.repo.ts). */
+  installs: {
+    ensure(id: string, name: string | null): Promise<void>;
+    forget(id: string): Promise<void>;
+    count(): Promise<number>;
+  };
+}
+
+interface Call {
+  id: string;
+  job_id: string;
+  method: string;
+  key: string;
+  input: unknown;
+  envelope: { server_id: string; install_id: string; generation: number };
+}
+
+/** The agent stops: its credential was refused (revoked) or the protocol is not spoken. */
+export class AgentStopped extends Error {}
+
+/** Waits `ms` or until `signal` aborts; the abort listener goes with the wait. */
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/** Reads the credential file, refusing one that others can read. */
+function readCredential(file: string): string | null {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch {
+    return null;
+  }
+  if ((stat.mode & 0o077) !== 0)
+    throw new AgentStopped(
+      `${file} can be read by others (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 it`,
+    );
+  return fs.readFileSync(file, 'utf8').trim();
+}
+
+/** Writes the credential 0600, atomically (a temporary file renamed over it). */
+function writeCredential(file: string, credential: string) {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const temporary = `${file}.${process.pid}.tmp`;
+  const fd = fs.openSync(temporary, 'wx', 0o600);
+  try {
+    fs.writeSync(fd, `${credential}\n`);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(temporary, file);
+}
+
+/** Runs one call with the server's own driver (the method is checked against the list first). */
+function runCall(driver: HostingDriver, method: RemoteMethod, ctx: CallContext, input: unknown) {
+  const call: Record<RemoteMethod, () => Promise<DriverResult<unknown>>> = {
+    provision: () => driver.provision(ctx, input as InstallRef),
+    copy: () => driver.copy(ctx, input as never),
+    backup: () => driver.backup(ctx, input as InstallRef),
+    restore: () => driver.restore(ctx, input as never),
+    measureDisk: () => driver.measureDisk(ctx, input as InstallRef),
+    purgeCache: () => driver.purgeCache(ctx, input as never),
+    issueCertificate: () => driver.issueCertificate(ctx, input as never),
+    applyRouting: () => driver.applyRouting(ctx, input as never),
+    deprovision: () => driver.deprovision(ctx, input as InstallRef),
+  };
+  return call[method]();
+}
+
+const isMethod = (method: string): method is RemoteMethod => Object.hasOwn(REMOTE_METHODS, method);
+
+/**
+ * Issue 30: `hostplane agent`. Enrols once (the token for a credential kept 0600), then heartbeats
+ * and pulls its own server's calls from the control plane, runs each with its driver under the call's
+ * key, one at a time (the one writer of this server), and reports the outcome until the report is
+ * accepted. Resolves when `signal` aborts; rejects with AgentStopped when the credential is refused.
+ */
+export async function runAgent(deps: AgentDeps): Promise<void> {
+  const { controlPlaneUrl, driver, log, signal } = deps;
+  let credential = readCredential(deps.credentialFile);
+  const session = randomBytes(12).toString('base64url');
+  /** The highest placement generation seen per install: an older call is refused (stale). */
+  const generations = new Map<string, number>();
+
+  async function request(method: string, route: string, body?: unknown, timeoutMs = 30_000) {
+    const send = (requestSignal: AbortSignal) => sendRequest(method, route, body, requestSignal);
+    // One controller per request (AbortSignal.any would leave a listener on `signal` per request).
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    signal.addEventListener('abort', abort, { once: true });
+    const timer = setTimeout(abort, timeoutMs);
+    try {
+      return await send(controller.signal);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', abort);
+    }
+  }
+
+  async function sendRequest(method: string, route: string, body: unknown, requestSignal: AbortSignal) {
+    const res = await fetch(`${controlPlaneUrl}${route}`, {
+      method,
+      headers: {
+        ...(credential && { authorization: `Bearer ${credential}` }),
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+      signal: requestSignal,
+    });
+    const text = await res.text();
+    const json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    if (res.status === 401)
+      throw new AgentStopped(`the control plane refused the credential (${route}): re-enrol`);
+    if (res.status === 409 && route === '/agent/v1/heartbeat') throw new AgentStopped(String(json.message));
+    if (res.status >= 400) throw new Error(`${route}: ${res.status} ${String(json.message ?? '')}`);
+    return json;
+  }
+
+  if (!credential) {
+    if (!deps.enrolmentToken)
+      throw new AgentStopped(
+        `no credential in ${deps.credentialFile} and no AGENT_ENROLMENT_TOKEN to enrol with`,
+      );
+    const enrolled = await request('POST', '/agent/v1/enrol', { token: deps.enrolmentToken });
+    writeCredential(deps.credentialFile, String(enrolled.credential));
+    credential = String(enrolled.credential);
+    log(`enrolled as server ${String(enrolled.server_id)}`);
+  }
+
+  async function capacity() {
+    const disk = await fs.promises.statfs(deps.dataDir);
+    return {
+      disk_total_bytes: disk.blocks * disk.bsize,
+      disk_free_bytes: disk.bavail * disk.bsize,
+      memory_total_bytes: os.totalmem(),
+      memory_free_bytes: os.freemem(),
+      load1: os.loadavg()[0] ?? 0,
+      installs: await deps.installs.count(),
+    };
+  }
+
+  const heartbeat = async () =>
+    request('POST', '/agent/v1/heartbeat', {
+      protocol: AGENT_PROTOCOL,
+      agent_version: deps.version,
+      report: await capacity(),
+    });
+
+  /** Reports until accepted (a lost answer is retried: the control plane acknowledges a repeat). */
+  async function report(call: Call, outcome: Record<string, unknown>) {
+    for (let delay = 500; !signal.aborted; delay = Math.min(delay * 2, 10_000)) {
+      try {
+        await request('POST', `/agent/v1/calls/${call.id}/report`, { job_id: call.job_id, ...outcome });
+        return true;
+      } catch (err) {
+        if (err instanceof AgentStopped) throw err;
+        log(`report of call ${call.id} failed, retrying: ${(err as Error).message}`);
+        await sleep(delay, signal);
+      }
+    }
+    return false;
+  }
+
+  async function run(call: Call) {
+    const install = call.envelope.install_id;
+    const seen = generations.get(install) ?? 0;
+    if (call.envelope.generation < seen || !isMethod(call.method)) {
+      const error = isMethod(call.method)
+        ? `stale placement generation ${call.envelope.generation} (this server has seen ${seen})`
+        : `this agent does not know the call ${call.method}`;
+      await report(call, { status: 'failed', error, final: true });
+      return;
+    }
+    generations.set(install, call.envelope.generation);
+    const ref = call.input as { name?: unknown; install?: { name?: unknown } } | null;
+    const name = ref?.name ?? ref?.install?.name;
+    await deps.installs.ensure(install, typeof name === 'string' ? name : null);
+    let outcome: Record<string, unknown>;
+    try {
+      const result = await runCall(driver, call.method, { key: call.key, signal }, call.input);
+      outcome = result.done
+        ? { status: 'done', result: result.value ?? null }
+        : { status: 'pending', check_at: result.checkAt.toISOString() };
+    } catch (err) {
+      if (signal.aborted) return;
+      const final = err instanceof DriverError && err.final;
+      outcome = { status: 'failed', error: (err as Error).message || 'failed', final };
+    }
+    if (!(await report(call, outcome))) return;
+    log(`call ${call.method} of install ${install}: ${String(outcome.status)}`);
+    // The control plane keeps the administrator password now (sealed): the driver forgets its copy.
+    if (call.method === 'provision' && outcome.status === 'done') await driver.forgetAdminPassword?.(install);
+    if (call.method === 'deprovision' && outcome.status === 'done') {
+      generations.delete(install);
+      await deps.installs.forget(install);
+    }
+  }
+
+  await heartbeat();
+  log(`agent ${deps.version} connected to ${controlPlaneUrl} (session ${session})`);
+  let stopped: unknown = null;
+  const beats = (async () => {
+    while (!signal.aborted && !stopped) {
+      await sleep(deps.heartbeatSeconds * 1000, signal);
+      if (signal.aborted) return;
+      try {
+        await heartbeat();
+      } catch (err) {
+        if (err instanceof AgentStopped) stopped = err;
+        else if (!signal.aborted) log(`heartbeat failed: ${(err as Error).message}`);
+      }
+    }
+  })();
+  try {
+    while (!signal.aborted && !stopped) {
+      let calls: Call[];
+      try {
+        const fetched = await request(
+          'POST',
+          '/agent/v1/calls/fetch',
+          { session, max: 5, wait_seconds: 20 },
+          60_000,
+        );
+        calls = fetched.calls as Call[];
+      } catch (err) {
+        if (err instanceof AgentStopped) throw err;
+        if (signal.aborted) break;
+        log(`fetch failed, retrying: ${(err as Error).message}`);
+        await sleep(2000, signal);
+        continue;
+      }
+      for (const call of calls) {
+        if (signal.aborted) break;
+        await run(call);
+      }
+    }
+  } finally {
+    await beats;
+  }
+  if (stopped) throw stopped;
+}
+
+/** The agent's record of its installs, in its own database (agent.repo.ts). */
+export const agentInstalls = (db: Db): AgentDeps['installs'] => ({
+  ensure: (id, name) => agentRepo.ensureInstall(db, id, name),
+  forget: (id) => agentRepo.forgetInstall(db, id),
+  count: () => agentRepo.countInstalls(db),
+});

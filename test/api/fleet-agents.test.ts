@@ -1,0 +1,145 @@
+// test-db: postgres
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { factories } from '../support/factories.js';
+import { buildTestApp, INSTANT_DURATIONS, type Json, uniqueName } from '../support/harness.js';
+import { type Running, runCli } from '../support/process.js';
+
+// Issue 30: two `hostplane agent` processes (the simulated driver each, DATA_DIR of their own) and the
+// control plane (HOSTING_DRIVER=fleet) listening on 127.0.0.1. The control plane's clock is manual
+// (its jobs run through runJobs); the agents run on real time.
+const t = await buildTestApp({ env: { HOSTING_DRIVER: 'fleet', FLEET_SILENT_SECONDS: '30' } });
+const f = factories(t);
+await t.app.listen({ port: 0, host: '127.0.0.1' });
+const address = t.app.server.address();
+const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-agents-'));
+const running = new Set<Running>();
+after(async () => {
+  for (const agent of running) agent.child.kill('SIGKILL');
+  await Promise.all([...running].map((a) => a.exited));
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+function startAgent(name: string, token?: string) {
+  const agent = runCli(['agent'], {
+    DATA_DIR: path.join(work, name),
+    HOSTING_DRIVER: 'simulated',
+    SIMULATED_DURATIONS: INSTANT_DURATIONS,
+    AGENT_CONTROL_PLANE_URL: url,
+    AGENT_HEARTBEAT_SECONDS: '1',
+    ...(token && { AGENT_ENROLMENT_TOKEN: token }),
+  });
+  running.add(agent);
+  return agent;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 60_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) {
+      const outputs = [...running].map((a) => a.output()).join('\n---\n');
+      throw new Error(
+        `timed out waiting for ${what}; agents:\n${outputs}\njobs:\n${JSON.stringify(t.jobLog.slice(-5))}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Moves the control plane's clock past the remote driver's ask-again and runs the due jobs. */
+async function tick() {
+  t.clock.advance(2500);
+  await t.runJobs();
+}
+
+const installsOn = async (serverId: string) =>
+  (await t.admin.get(`/admin/v1/servers/${serverId}/installs`)).body.results.map((p: Json) => p.install_id);
+
+describe('issue 30: hostplane agent', () => {
+  it('issue 30: two agents: placement across them, a call for one never reaches the other, a killed agent silent, its work done once after restart', async () => {
+    const region = uniqueName('r-');
+    const servers: Json[] = [];
+    const agents: Running[] = [];
+    for (const name of ['a', 'b']) {
+      const created = await t.admin.post('/admin/v1/servers', {
+        name: uniqueName(`srv-${name}-`),
+        labels: { region },
+        capacity: { installs: 5 },
+      });
+      assert.equal(created.status, 201);
+      servers.push(created.body.server);
+      agents.push(startAgent(name, created.body.enrolment.token));
+    }
+    for (const server of servers)
+      await until('the agents heartbeat', async () => {
+        const got = await t.admin.get(`/admin/v1/servers/${server.id}`);
+        return got.body.status === 'live' && got.body.enrolled;
+      });
+    // The credential file is the agent's alone.
+    assert.equal(fs.statSync(path.join(work, 'a', 'agent-credential')).mode & 0o777, 0o600);
+
+    const acct = await f.account({ preferred_data_center: region });
+    const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
+    const site = await f.site(owner.client, acct.id);
+    const first = await f.install(owner.client, acct.id, site.id, 'production');
+    await t.runJobs();
+    const second = await f.install(owner.client, acct.id, site.id, 'staging');
+    await t.runJobs();
+    const active = (id: string) => async () =>
+      (await owner.client.get(`/v1/installs/${id}`)).body.status === 'active';
+    await until('both installs provisioned through their agents', async () => {
+      await tick();
+      return (await active(first.id)()) && (await active(second.id)());
+    });
+    const [onA, onB] = [await installsOn(servers[0].id), await installsOn(servers[1].id)];
+    assert.equal(onA.length, 1, 'one install on each server (the most free capacity)');
+    assert.equal(onB.length, 1);
+    const [agentA, agentB] = agents as [Running, Running];
+    assert.ok(agentA.output().includes(`install ${onA[0]}`), agentA.output());
+    assert.ok(!agentA.output().includes(onB[0]), "B's call never reached A");
+    assert.ok(!agentB.output().includes(onA[0]), "A's call never reached B");
+
+    // A dies: its server goes silent after missed heartbeats, B stays live; A's backup waits.
+    agentA.child.kill('SIGKILL');
+    await agentA.exited;
+    running.delete(agentA);
+    const backup = await owner.client.post(`/v1/installs/${onA[0]}/backups`, {
+      description: 'while its server is down',
+      notification_emails: ['ops@example.test'],
+    });
+    assert.equal(backup.status, 202, JSON.stringify(backup.body));
+    const operationUrl = `/v1/operations/${/operations\/([0-9a-f-]{36})/.exec(String(backup.headers.location))?.[1]}`;
+    await t.runJobs();
+    t.clock.advance(31_000);
+    await until('B heartbeats after the clock moved', async () => {
+      const got = await t.admin.get(`/admin/v1/servers/${servers[1].id}`);
+      return got.body.status === 'live';
+    });
+    assert.equal((await t.admin.get(`/admin/v1/servers/${servers[0].id}`)).body.status, 'silent');
+    await tick();
+    const operation = await owner.client.get(operationUrl);
+    assert.notEqual(operation.body.status, 'failed', JSON.stringify(operation.body));
+    assert.notEqual(operation.body.status, 'completed');
+
+    // A comes back (its credential file, no token): the backup runs, once.
+    const restarted = startAgent('a');
+    await restarted.waitFor(/connected to/);
+    await until('the backup completed after the restart', async () => {
+      await tick();
+      const op = await owner.client.get(operationUrl);
+      return op.body.status === 'completed';
+    });
+    const backups = await owner.client.get(`/v1/installs/${onA[0]}/backups`);
+    assert.equal(
+      backups.body.results.filter((b: Json) => b.description === 'while its server is down').length,
+      1,
+    );
+    assert.equal(restarted.output().match(/call backup of install/g)?.length, 1, restarted.output());
+  });
+});
