@@ -374,9 +374,14 @@ describe('SSH and SFTP to installs (issue 31)', {
     assert.notEqual((await sftp(ownerKey.file, 'root', 'pwd\n')).code, 0);
     assert.notEqual((await sftp(ownerKey.file, 'www-data', 'pwd\n')).code, 0);
     assert.notEqual((await sftp(ownerKey.file, `hp${'0'.repeat(30)}`, 'pwd\n')).code, 0);
+    // Fail closed: while Hostplane does not answer the key lookup, even the owner's key opens nothing.
+    await services.sshAccess?.close();
+    assert.notEqual((await sftp(ownerKey.file, loginA, 'pwd\n')).code, 0, 'refused while Hostplane is down');
+    await services.sshAccess?.start();
+    assert.equal((await sftp(ownerKey.file, loginA, 'pwd\n')).code, 0);
   });
 
-  it('issue 31 revocation: partial scope changed, key deleted, user removed, install deleted: the open session ends within 10 s, the next login is refused, the same user’s other installs keep working', async () => {
+  it('issue 31 revocation: partial scope changed, key deleted, user removed, install deleted, site transferred: the open session ends within 10 s, the next login is refused, the same user’s other installs keep working', async () => {
     const partialKey = await keygen('partial');
     const partial = await f.user([
       { account_id: w.account.id, roles: 'partial', install_ids: [w.install.id, a2.id as string] },
@@ -437,10 +442,30 @@ describe('SSH and SFTP to installs (issue 31)', {
     assert.notEqual((await sftp(ownerKey.file, loginA2, 'pwd\n')).code, 0);
     assert.equal(ownerOnA.ended(), false, 'the owner’s session on A is still open');
     assert.equal((await sftp(ownerKey.file, loginA, 'pwd\n')).code, 0);
-    ownerOnA.child.stdin?.end();
     await t.runJobs();
+
+    // Site transferred to another account: a member of the origin only loses A; the owner of both keeps it.
+    const dest = await f.account();
+    const both = await t.admin.put(`/admin/v1/users/${w.owner.userId}/memberships/${dest.id}`, {
+      roles: 'owner',
+    });
+    assert.ok(both.status < 300, JSON.stringify(both.body));
+    const originKey = await keygen('origin-member');
+    const origin = await f.user([{ account_id: w.account.id, roles: 'full' }]);
+    assert.equal((await origin.client.post('/v1/ssh_keys', { public_key: originKey.line })).status, 201);
+    const originOnA = await session(originKey.file, loginA);
+    const moved = await w.owner.client.post(`/v1/sites/${w.site.id}/site_transfers`, {
+      destination_account_id: dest.id,
+    });
+    assert.equal(moved.status, 202, JSON.stringify(moved.body));
+    await t.runJobs();
+    const tookTransfer = await ends(originOnA, 'site transferred');
+    assert.notEqual((await sftp(originKey.file, loginA, 'pwd\n')).code, 0);
+    assert.equal(ownerOnA.ended(), false, 'the owner of both accounts keeps its session');
+    assert.equal((await sftp(ownerKey.file, loginA, 'pwd\n')).code, 0);
+    ownerOnA.child.stdin?.end();
     console.log(
-      `revocation to session end (ms): scope ${tookScope}, key ${tookKey}, user ${tookUser}, install ${tookInstall}`,
+      `revocation to session end (ms): scope ${tookScope}, key ${tookKey}, user ${tookUser}, install ${tookInstall}, transfer ${tookTransfer}`,
     );
   });
 
