@@ -172,6 +172,8 @@ describe('non-finite numbers (G5)', () => {
     account_id: w.account.id,
     install_id: w.install.id,
     site_id: w.site.id,
+    // Issue 30: a server's installs (a well-formed id: the paging parameters are checked first).
+    server_id: '0f8fad5b-d9cb-469f-a165-70867728950e',
   };
   before(async () => {
     // Issue 22: the delivery log of a webhook endpoint is a paginated list too (a public documentation

@@ -198,6 +198,9 @@ echo json_encode([
 `,
     );
     execFileSync('chown', [`${aUser}:${aUser}`, probe]);
+    // As the tenant model makes a site's files (0640): nginx opens a script before PHP-FPM runs it
+    // (`disable_symlinks` checks the open file), so it must read it through A's group.
+    await fs.chmod(probe, 0o640);
     const page = await until(port, a.cname, (r) => r?.status === 200, '/hp-probe.php');
     assert.equal(page?.status, 200, JSON.stringify(page));
     const facts = JSON.parse(page?.body ?? '{}') as Record<string, unknown>;

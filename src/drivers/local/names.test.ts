@@ -25,6 +25,10 @@ describe('local driver names (issue 16): nothing unchecked reaches a path or an 
     for (const bad of ['mysql', 'hp_x`; DROP DATABASE mysql; --', 'hp_0f8fad5b'])
       assert.throws(() => ident(bad));
     assert.equal(tableIdent('wp_posts'), '`wp_posts`');
-    for (const bad of ['wp`posts', 'a.b', 'x y', '', 'a'.repeat(65)]) assert.throws(() => tableIdent(bad));
+    // Issue 28 finding 7: any name MariaDB allows is quoted (a backtick doubled), not refused.
+    assert.equal(tableIdent('wp`posts'), '`wp``posts`');
+    assert.equal(tableIdent('a.b c'), '`a.b c`');
+    for (const bad of ['', 'a'.repeat(65), 'trailing ', 'nul\0', 'emoji\u{1F600}'])
+      assert.throws(() => tableIdent(bad));
   });
 });
