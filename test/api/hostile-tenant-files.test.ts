@@ -321,7 +321,15 @@ describe('hostile tenant files (issue 28)', {
       assert.equal(res.status, 202, JSON.stringify(res.body));
       await drain();
       await fs.writeFile(stopFile, '');
-      await new Promise((r) => child.once('exit', r));
+      // The racer may have ended already (its own 120 s, or an early exit): its 'exit' event is gone.
+      if (child.exitCode === null && child.signalCode === null)
+        await new Promise((r) => {
+          child.once('exit', r);
+          setTimeout(() => {
+            child.kill('SIGKILL');
+            r(undefined);
+          }, 10_000).unref();
+        });
       racers.delete(child);
       const op = await operationOf(client, res);
       // The tenant's own race may fail its own restore; it must never reach outside.
