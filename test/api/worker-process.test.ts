@@ -100,10 +100,11 @@ describe('process roles', () => {
       const started = Date.now();
       await until(
         'the install to become active',
+        // No timed assertion (a shared 2-core machine under the suite's load): the default deadline.
         async () => (await call('GET', `/v1/installs/${created.body.id}`)).body.status === 'active',
-        5000,
       );
-      assert.ok(Date.now() - started < 5000);
+      // Recorded, not asserted (docs/decisions.md: no timed assertions): the latency after the move.
+      console.log(`due work ran ${Date.now() - started} ms after the clock move`);
       assert.equal(await stop(server), 0);
     } finally {
       await stop(server, 'SIGKILL');
