@@ -83,21 +83,6 @@ export async function exists(p: string): Promise<boolean> {
   }
 }
 
-/**
- * Replaces `live` with the ready `staged` tree: live -> `<live>.old`, staged -> live (renames in the
- * install's root-owned directory), then the old one is removed. A crash between the two renames
- * leaves no live tree but `.old`: {@link recoverSwap} (run before any work on the install) puts it
- * back. The swap is done once staged is live: an old tree that cannot be emptied now (its tenant's
- * processes still writing in it) is left for the next {@link recoverSwap}.
- */
-export async function swapIn(live: string, staged: string, signal?: AbortSignal) {
-  const old = `${live}.old`;
-  await remove(old, signal);
-  if (await exists(live)) await fs.rename(live, old);
-  await fs.rename(staged, live);
-  await remove(old, signal).catch(() => undefined);
-}
-
 /** Undoes a swap a crash interrupted, and removes what an interrupted step left behind. */
 export async function recoverSwap(live: string, signal?: AbortSignal) {
   const old = `${live}.old`;
