@@ -143,7 +143,9 @@ export async function swapStaged(
     });
     throw err;
   }
-  await finish(ctx, installId, journal);
+  // Committed: the swap is done. A clean-up that fails now (the old tree's tenant processes still
+  // writing in it) leaves the journal `committed` for the next call's recover() (decision 131).
+  await finish(ctx, installId, journal).catch(() => undefined);
   return [...(journal.tables?.incoming ?? [])].sort();
 }
 
