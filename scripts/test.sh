@@ -84,6 +84,31 @@ ensure_mariadb() {
   return 1
 }
 
+# Every Debian package the whole suite uses that is missing, in ONE apt-get (a fresh machine's first
+# run: one index update instead of one per package group). The ensure_* functions below then find them.
+ensure_packages() {
+  local missing=()
+  [ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || missing+=(chromium)
+  [ -x /usr/sbin/nginx ] || missing+=(nginx)
+  [ -x /usr/sbin/php-fpm8.2 ] || missing+=(php8.2-fpm)
+  [ -x /usr/bin/php8.2 ] || missing+=(php8.2-cli)
+  [ -f /usr/share/wordpress/wp-settings.php ] || missing+=(wordpress)
+  { [ -x /usr/bin/php8.2 ] && php8.2 -m 2>/dev/null | grep -qx mysqli; } || missing+=(php8.2-mysql)
+  [ -x /usr/bin/pebble ] || missing+=(pebble)
+  [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+  { [ -x /usr/bin/ssh ] && [ -x /usr/bin/sftp ]; } || missing+=(openssh-client)
+  [ -x /usr/bin/curl ] || missing+=(curl)
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  echo "Installing Debian packages the tests use: ${missing[*]}"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "Missing ${missing[*]}: install them with apt-get" >&2
+    return 1
+  fi
+}
+
 # The site report browser test renders a report in Debian's chromium (CHROMIUM_PATH overrides it).
 ensure_chromium() {
   local chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
@@ -276,6 +301,7 @@ finish() {
 
 case "$mode" in
   all)
+    ensure_packages
     ensure_redis
     ensure_mariadb
     ensure_chromium
@@ -305,6 +331,7 @@ case "$mode" in
     [ "$mode" = files ] && shift || set --
     ensure_redis
     ensure_postgres
+    if [ "$mode" = api ] || [[ " $* " =~ (local|hostile|sftp|ssh|fleet|browser|acme) ]]; then ensure_packages; fi
     if [ "$mode" = api ] || [[ " $* " == *browser* ]]; then ensure_chromium; fi
     if [ "$mode" = api ] || [[ " $* " == *local* ]] || [[ " $* " == *drivers* ]] || [[ " $* " == *hostile-tenant* ]]; then ensure_mariadb; fi
     if [ "$mode" = api ] || [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]] || [[ " $* " == *hostile-tenant* ]]; then ensure_web; fi
@@ -314,6 +341,7 @@ case "$mode" in
     finish "$status"
     ;;
   pglite)
+    ensure_packages
     ensure_redis
     ensure_mariadb
     ensure_chromium
@@ -327,6 +355,7 @@ case "$mode" in
     ensure_redis
     ensure_mariadb
     ensure_postgres
+    if [ "$mode" = postgres ] || [[ " $* " =~ (local|hostile|sftp|ssh|fleet|browser|acme) ]]; then ensure_packages; fi
     if [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]]; then ensure_web; fi
     if [[ " $* " == *local-acme* ]]; then ensure_pebble; fi
     status=0

@@ -83,26 +83,31 @@ describe('process roles', () => {
       assert.equal(created.status, 201, JSON.stringify(created.body));
       assert.equal(created.body.status, 'pending');
       const ops = `/v1/installs/${created.body.id}/operations`;
-      // The in-process worker starts provisioning at once; it then waits an hour of clock time.
+      // The in-process worker starts provisioning at once; it then waits an hour of clock time,
+      // recorded as due work. The clock moves to the earliest due time, again while other due work
+      // (the demo install's) comes first: a move before the driver's first call would only push the
+      // hour along with it.
+      const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
       await until(
         'provisioning to start',
         async () => (await call('GET', ops)).body.results[0]?.status === 'in_progress',
       );
-      const moved = await call(
-        'POST',
-        '/admin/v1/clock',
-        { advance_seconds: 3600 },
-        {
-          authorization: `Bearer ${ADMIN_TOKEN}`,
-        },
-      );
-      assert.equal(moved.status, 200);
+      let moves = 0;
       const started = Date.now();
-      await until(
-        'the install to become active',
-        // No timed assertion (a shared 2-core machine under the suite's load): the default deadline.
-        async () => (await call('GET', `/v1/installs/${created.body.id}`)).body.status === 'active',
-      );
+      await until('the install to become active', async () => {
+        if ((await call('GET', `/v1/installs/${created.body.id}`)).body.status === 'active') return true;
+        const clock = (await call('GET', '/admin/v1/clock', undefined, admin)).body;
+        const wait = clock.next_due
+          ? Math.ceil((Date.parse(clock.next_due) - Date.parse(clock.now)) / 1000)
+          : 0;
+        if (wait > 0 && wait <= 3600) {
+          const moved = await call('POST', '/admin/v1/clock', { advance_seconds: wait }, admin);
+          assert.equal(moved.status, 200);
+          moves++;
+        }
+        return false;
+      });
+      assert.ok(moves >= 1, 'the install became active only after a clock move');
       // Recorded, not asserted (docs/decisions.md: no timed assertions): the latency after the move.
       console.log(`due work ran ${Date.now() - started} ms after the clock move`);
       assert.equal(await stop(server), 0);
