@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundle, compileFiles, tsFiles } from './compile-files.mjs';
+import { bundle, compileFiles, externalPackages, ownImportMetaUrl, tsFiles } from './compile-files.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const TEST_DIST = path.join(root, '.tmp', 'test-dist');
@@ -42,3 +42,20 @@ fs.writeFileSync(
 for (const link of ['drizzle', 'dist', 'packages', 'package.json', path.join('test', 'reference')]) {
   fs.symlinkSync(path.join(root, link), path.join(TEST_DIST, link));
 }
+
+// The API test files bundled (.tmp/test-bundle/<name>.test.js, what they share in chunks): a test
+// process then loads a few files instead of ~300 of ours and ~600 CommonJS modules of fastify, ajv,
+// pg and the others, whose resolution and wrapping were most of a file's fixed cost (docs/decisions.md).
+// Built from the compiled files above, so `import.meta.url` still names each compiled file's place.
+export const TEST_BUNDLE = path.join(root, '.tmp', 'test-bundle');
+fs.rmSync(TEST_BUNDLE, { recursive: true, force: true });
+await bundle({
+  entryPoints: tsFiles(path.join(root, 'test', 'api')).map((file) =>
+    path.join(TEST_DIST, path.relative(root, file)).replace(/\.ts$/, '.js'),
+  ),
+  outdir: TEST_BUNDLE,
+  entryNames: '[name]',
+  sourcemap: 'linked',
+  requireShim: true,
+  plugins: [externalPackages, ownImportMetaUrl({ under: TEST_DIST, outdir: TEST_BUNDLE })],
+});

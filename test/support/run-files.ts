@@ -14,6 +14,7 @@
 // file's whole output when it ends, not only failed ones').
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { SourceMap } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -114,6 +115,42 @@ if (process.env.TEST_COMPILED !== '1') {
 }
 const COMPILED = '.tmp/test-dist';
 const compiled = (file: string) => `./${path.join(COMPILED, file.replace(/\.ts$/, '.js'))}`;
+/** An API test file's bundle (scripts/compile-tests.mjs), or its compiled file for a file outside test/api. */
+const BUNDLED = '.tmp/test-bundle';
+const entryOf = (file: string) => {
+  const bundled = path.join(BUNDLED, path.basename(file).replace(/\.ts$/, '.js'));
+  return file.startsWith('test/api/') && fs.existsSync(bundled) ? `./${bundled}` : compiled(file);
+};
+
+/**
+ * A file's output with every place in the bundle (`.tmp/test-bundle/chunk-X.js:L:C`) named by its
+ * TypeScript file and line, from the bundle's source maps, as `--enable-source-maps` would print it:
+ * done here, for the output kept, because node decoding each process's maps at start cost about
+ * 0.5 CPU-s per test process (docs/decisions.md).
+ */
+const maps = new Map<string, SourceMap | null>();
+function unbundle(output: string): string {
+  return output.replace(
+    /(?:file:\/\/)?[^\s()'"]*\.tmp\/test-bundle\/([\w.-]+\.js):(\d+):(\d+)/g,
+    (whole, name: string, line: string, column: string) => {
+      let map = maps.get(name);
+      if (map === undefined) {
+        try {
+          map = new SourceMap(JSON.parse(fs.readFileSync(path.join(BUNDLED, `${name}.map`), 'utf8')));
+        } catch {
+          map = null;
+        }
+        maps.set(name, map);
+      }
+      const entry = map?.findEntry(Number(line) - 1, Number(column) - 1);
+      if (!entry || !('originalSource' in entry) || !entry.originalSource) return whole;
+      const source = entry.originalSource.startsWith('file://')
+        ? new URL(entry.originalSource).pathname
+        : path.resolve(BUNDLED, entry.originalSource);
+      return `${source}:${entry.originalLine + 1}:${entry.originalColumn + 1}`;
+    },
+  );
+}
 
 const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 4));
 const verbose = process.env.TEST_VERBOSE === '1';
@@ -138,11 +175,13 @@ function runJob(job: Job): Promise<void> {
   if (phase.start === 0) phase.start = Date.now();
   const started = performance.now();
   const usageFile = path.join(usageDir, `${job.db}-${job.file.replaceAll('/', '_')}`);
+  const entry = entryOf(job.file);
   const child = spawn(
     process.execPath,
     [
-      // Stack traces name the .ts files and lines (inline source maps).
-      '--enable-source-maps',
+      // Stack traces name the .ts files and lines: inline source maps for the compiled files, the
+      // bundles' maps by unbundle() when the output is kept.
+      ...(entry.startsWith(`./${BUNDLED}/`) ? [] : ['--enable-source-maps']),
       // Before any application module (test/support/password-hashes.ts).
       '--import',
       compiled('test/support/password-hashes.ts'),
@@ -151,7 +190,7 @@ function runJob(job: Job): Promise<void> {
       '--test-reporter=spec',
       // e.g. TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=.tmp/prof": a profile of every test process.
       ...(process.env.TEST_NODE_ARGS ?? '').split(' ').filter(Boolean),
-      compiled(job.file),
+      entry,
     ],
     {
       env: { ...process.env, TEST_DB: job.db, TEST_FILE_USAGE: usageFile },
@@ -164,7 +203,7 @@ function runJob(job: Job): Promise<void> {
   return new Promise((resolve) => {
     child.on('close', (code, signal) => {
       const wall = (performance.now() - started) / 1000;
-      const output = Buffer.concat(chunks).toString();
+      const output = unbundle(Buffer.concat(chunks).toString());
       const cpu = fs.existsSync(usageFile) ? Number(fs.readFileSync(usageFile, 'utf8')) : Number.NaN;
       const passed = code === 0 && count(output, 'fail') === 0;
       phase.end = Date.now();

@@ -1,12 +1,23 @@
 import fs from 'node:fs/promises';
 import https from 'node:https';
 import path from 'node:path';
-import * as acme from 'acme-client';
+import type * as acme from 'acme-client';
+import { commonJsExports } from '../../commonjs.js';
 import type { Db } from '../../db/client.js';
 import { type Resealer, resealEach, type SecretBox } from '../../secrets.js';
 import { type CallContext, DriverError, type InstallRef } from '../driver.js';
 import * as repo from './acme.repo.js';
 import { pathsOf } from './names.js';
+
+/**
+ * acme-client (with node-forge and axios, ~1 MB of the server's bundle) is loaded at the first order,
+ * not at every start: most servers never order a certificate from this process (issue 29 defect 4).
+ */
+let loaded: Promise<typeof acme> | null = null;
+const acmeClient = () => {
+  loaded ??= import('acme-client').then((m) => commonJsExports(m));
+  return loaded;
+};
 
 /**
  * Issue 21: the local driver's certificate orders through ACME (RFC 8555) with `acme-client`, against
@@ -150,7 +161,7 @@ export function createAcmeIssuer(deps: AcmeIssuerDeps) {
   async function clientFor(signal: AbortSignal): Promise<acme.Client> {
     let account = await repo.findAccount(db, directoryUrl);
     if (!account) {
-      const key = await acme.crypto.createPrivateKey();
+      const key = await (await acmeClient()).crypto.createPrivateKey();
       await repo.insertAccount(db, {
         directory_url: directoryUrl,
         key_sealed: secretBox.seal(key, accountContext(directoryUrl)),
@@ -159,7 +170,7 @@ export function createAcmeIssuer(deps: AcmeIssuerDeps) {
       if (!account) throw new Error('the ACME account vanished');
     }
     const accountKey = secretBox.open(account.key_sealed, accountContext(directoryUrl));
-    const client = new acme.Client({
+    const client = new (await acmeClient()).Client({
       directoryUrl,
       accountKey,
       ...(account.account_url ? { accountUrl: account.account_url } : {}),
@@ -251,7 +262,7 @@ export function createAcmeIssuer(deps: AcmeIssuerDeps) {
     const { key, signal } = call;
     let row = await repo.findOrder(db, key);
     if (!row) {
-      const certKey = await acme.crypto.createPrivateRsaKey(2048);
+      const certKey = await (await acmeClient()).crypto.createPrivateRsaKey(2048);
       await repo.insertOrder(db, {
         key,
         install_id: install.id,
@@ -281,7 +292,10 @@ export function createAcmeIssuer(deps: AcmeIssuerDeps) {
       );
     }
     if (order.status === 'ready') {
-      const [, csr] = await acme.crypto.createCsr({ commonName: names[0], altNames: names }, keyPem);
+      const [, csr] = await (await acmeClient()).crypto.createCsr(
+        { commonName: names[0], altNames: names },
+        keyPem,
+      );
       order = await client.finalizeOrder(order, csr);
     }
     order = await waitFor(

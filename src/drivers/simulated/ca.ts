@@ -1,5 +1,6 @@
 import { createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
 import type * as X509 from '@peculiar/x509';
+import { commonJsExports } from '../../commonjs.js';
 import type { Db } from '../../db/client.js';
 import type { SecretBox } from '../../secrets.js';
 import { findCa, insertCa } from './simulated.repo.js';
@@ -17,7 +18,9 @@ import { findCa, insertCa } from './simulated.repo.js';
  */
 let x509Module: Promise<typeof X509> | null = null;
 function loadX509(): Promise<typeof X509> {
-  x509Module ??= import('reflect-metadata').then(() => import('@peculiar/x509'));
+  x509Module ??= import('reflect-metadata')
+    .then(() => import('@peculiar/x509'))
+    .then((m) => commonJsExports(m));
   return x509Module;
 }
 
