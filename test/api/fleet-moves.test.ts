@@ -109,11 +109,16 @@ const acct = await f.account({ preferred_data_center: region });
 const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
 
 /** A provisioned install on `server` (the others cordoned while it is placed). */
-async function installOn(server: string, kind: 'production' | 'staging' | 'development' = 'production') {
+async function installOn(
+  server: string,
+  kind: 'production' | 'staging' | 'development' = 'production',
+  siteId?: string,
+) {
   const others = [...servers.keys()].filter((n) => n !== server);
   for (const other of others)
     await t.admin.patch(`/admin/v1/servers/${serverId(other)}`, { state: 'cordoned' });
-  const target = await f.install(owner.client, acct.id, (await f.site(owner.client, acct.id)).id, kind);
+  const site = siteId ?? (await f.site(owner.client, acct.id)).id;
+  const target = await f.install(owner.client, acct.id, site, kind);
   await until('the install provisioned', async () => {
     await tick();
     return (await owner.client.get(`/v1/installs/${target.id}`)).body.status === 'active';
@@ -314,5 +319,130 @@ describe('issue 30: moving installs between servers', () => {
       if (placed.body.results.some((p: Json) => p.install_id === id)) owners.push(name);
     }
     assert.deepEqual(owners, ['c']);
+  });
+  it('issue 30: a destination that dies mid-move: the move rolls back, the source serves throughout', async () => {
+    const install = await installOn('a', 'development');
+    const id = install.id as string;
+    const c = agents.get('c') as Running;
+    const opId = await move(id, 'c');
+    c.child.kill('SIGKILL');
+    await c.exited;
+    running.delete(c);
+    await tick();
+    await until('the source backup done', async () => {
+      await tick();
+      return count('a', new RegExp(`call backup of install ${id}: done`)) > 0;
+    });
+    // c is silent after FLEET_SILENT_SECONDS, its call given up after FLEET_SILENT_FAIL_SECONDS; the
+    // rollback's clean-up of c waits the same and is given up too (c holds an unused leftover).
+    for (const step of [31_000, 61_000, 61_000, 61_000]) {
+      t.clock.advance(step);
+      await tick();
+      const view = (await t.admin.get(`/admin/v1/installs/${id}/move`)).body;
+      assert.equal(view.server.id, serverId('a'), 'the source owns it at every step');
+      if (view.move.status === 'failed') break;
+    }
+    const done = await ended(opId, 'the move rolled back');
+    assert.equal(done.move.status, 'failed');
+    assert.match(done.move.error, /rolled back/);
+    assert.equal(done.status, 'move_failed');
+    assert.deepEqual(done.server, { id: serverId('a'), name: servers.get('a')?.name, generation: 1 });
+    const restarted = startAgent('c');
+    await restarted.waitFor(/connected to/);
+    agents.set('c', restarted);
+    await allLive();
+    await backupCompletes(id, 'after the failed move');
+  });
+
+  it('issue 30: copy across servers: the source backed up on its server, copied into the destination on its own', async () => {
+    const source = await installOn('a', 'production');
+    const siteId = source.site_id as string;
+    const destination = await installOn('c', 'staging', siteId);
+    const res = await owner.client.post('/v1/install_copy', {
+      source_environment_id: source.id,
+      destination_environment_id: destination.id,
+      notification_emails: [],
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    const opUrl = `/v1/operations/${operationIdOf(res)}`;
+    const op = await until('the copy ended', async () => {
+      await tick();
+      const got = await owner.client.get(opUrl);
+      return ['completed', 'failed'].includes(got.body.status) ? got.body : null;
+    });
+    assert.equal(op.status, 'completed', JSON.stringify(op));
+    assert.equal(count('a', new RegExp(`call backup of install ${source.id}: done`, 'g')), 1);
+    assert.equal(count('c', new RegExp(`call copy of install ${destination.id}: done`, 'g')), 1);
+    assert.equal(count('a', new RegExp(`${destination.id}`, 'g')), 0, 'nothing of the destination on a');
+  });
+
+  it('issue 30: drain moves every install with progress on the server, the draining server gets no new installs; undrain rolls back moves not switched', async () => {
+    for (const kind of ['production', 'staging'] as const) await installOn('b', kind);
+    const placed = (await t.admin.get(`/admin/v1/servers/${serverId('b')}/installs`)).body.count as number;
+    assert.ok(placed >= 2);
+    const drain = await t.admin.post(`/admin/v1/servers/${serverId('b')}/drain`);
+    assert.equal(drain.status, 200, JSON.stringify(drain.body));
+    assert.equal(drain.body.started.length, placed, JSON.stringify(drain.body));
+    const draining = (await t.admin.get(`/admin/v1/servers/${serverId('b')}`)).body;
+    assert.equal(draining.state, 'draining');
+    assert.deepEqual(
+      { ...draining.drain, drain_id: undefined },
+      { drain_id: undefined, moved: 0, moving: placed, failed: 0 },
+    );
+    // A new install while b drains lands elsewhere.
+    const fresh = await f.install(
+      owner.client,
+      acct.id,
+      (await f.site(owner.client, acct.id)).id,
+      'production',
+    );
+    const progress = await until('the drain finished', async () => {
+      await tick();
+      const got = (await t.admin.get(`/admin/v1/servers/${serverId('b')}`)).body;
+      return got.drain.moving === 0 ? got : null;
+    });
+    assert.deepEqual(
+      { moved: progress.drain.moved, failed: progress.drain.failed, installs: progress.installs },
+      { moved: placed, failed: 0, installs: 0 },
+    );
+    const freshView = (await t.admin.get(`/admin/v1/installs/${fresh.id}/move`)).body;
+    assert.notEqual(freshView.server?.id, serverId('b'));
+
+    // c drained and undrained at once: its moves roll back, its installs stay.
+    const onC = (await t.admin.get(`/admin/v1/servers/${serverId('c')}/installs`)).body.count as number;
+    const drainC = await t.admin.post(`/admin/v1/servers/${serverId('c')}/drain`);
+    assert.equal(drainC.body.started.length, onC, JSON.stringify(drainC.body));
+    const undrain = await t.admin.post(`/admin/v1/servers/${serverId('c')}/undrain`);
+    assert.equal(undrain.status, 200, JSON.stringify(undrain.body));
+    assert.equal(undrain.body.cancelled, onC);
+    assert.equal(undrain.body.server.state, 'active');
+    const back = await until('the undrained moves rolled back', async () => {
+      await tick();
+      const got = (await t.admin.get(`/admin/v1/servers/${serverId('c')}`)).body;
+      return got.drain.moving === 0 ? got : null;
+    });
+    assert.deepEqual(
+      { moved: back.drain.moved, failed: back.drain.failed, installs: back.installs },
+      { moved: 0, failed: onC, installs: onC },
+    );
+    await t.admin.post(`/admin/v1/servers/${serverId('b')}/undrain`);
+  });
+
+  it("issue 30: the move and drain routes are the admin token's only", async () => {
+    const install = await installOn('a', 'production');
+    for (const [method, route] of [
+      ['GET', `/admin/v1/installs/${install.id}/move`],
+      ['POST', `/admin/v1/installs/${install.id}/move`],
+      ['POST', `/admin/v1/installs/${install.id}/move/cancel`],
+      ['POST', `/admin/v1/servers/${serverId('a')}/drain`],
+      ['POST', `/admin/v1/servers/${serverId('a')}/undrain`],
+    ] as const) {
+      const asOwner = await owner.client.request(method, route, method === 'POST' ? {} : undefined);
+      assert.ok([401, 403, 404].includes(asOwner.status), `${method} ${route}: ${asOwner.status}`);
+      const anonymous = await t.anonymous.request(method, route, method === 'POST' ? {} : undefined);
+      assert.equal(anonymous.status, 401, `${method} ${route}`);
+    }
+    assert.equal((await t.admin.get(`/admin/v1/servers/${serverId('a')}`)).body.state, 'active');
+    assert.equal((await t.admin.get(`/admin/v1/installs/${install.id}/move`)).body.move, null);
   });
 });

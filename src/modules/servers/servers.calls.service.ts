@@ -260,6 +260,8 @@ export function createFleetCalls({
     ): Promise<HandedCall[]> {
       const deadline = Date.now() + Math.min(waitSeconds, fleet.fetchWaitSeconds) * 1000;
       for (;;) {
+        // A caller gone takes nothing (its calls would be active for nobody until its successor).
+        if (signal?.aborted) return [];
         const handed: HandedCall[] = [];
         for (const job of await queue.fetchForServer(serverId, max)) {
           const call = await repo.callById(db, job.callId);
