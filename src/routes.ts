@@ -23,6 +23,7 @@ import { offloadRoutes } from './modules/offload/offload.routes.js';
 import { operationsRoutes } from './modules/operations/operations.routes.js';
 import { reportsRoutes } from './modules/reports/reports.routes.js';
 import { agentEnrolRoutes, agentRoutes } from './modules/servers/servers.agent.routes.js';
+import { movesRoutes } from './modules/servers/servers.moves.routes.js';
 import { serversRoutes } from './modules/servers/servers.routes.js';
 import { signInRoutes } from './modules/sign-in/sign-in.routes.js';
 import { siteTransfersRoutes } from './modules/site-transfers/site-transfers.routes.js';
@@ -126,7 +127,7 @@ export const ROUTE_TABLE: readonly RouteGroup[] = [
     guard: 'admin',
     // The testing routes are always there: a feature that is off (HOSTPLANE_CLOCK, HOSTPLANE_FAULTS)
     // answers 404 saying how to turn it on.
-    plugins: [adminRoutes, adminTestingRoutes, usageAdminRoutes, serversRoutes],
+    plugins: [adminRoutes, adminTestingRoutes, usageAdminRoutes, serversRoutes, movesRoutes],
   },
   // Issue 30: hosting servers' agents. Enrolment's one-time token is its own credential.
   { prefix: '/agent/v1', guard: 'public', plugins: [agentEnrolRoutes] },

@@ -55,6 +55,8 @@ import { createReportJobs } from './modules/reports/reports.jobs.js';
 import { createReportsService } from './modules/reports/reports.service.js';
 import { createRoutingJob, createRoutingRequests } from './modules/routing/routing.service.js';
 import { createFleetCalls } from './modules/servers/servers.calls.service.js';
+import { createMoveJob } from './modules/servers/servers.moves.jobs.js';
+import { createMovesService } from './modules/servers/servers.moves.service.js';
 import { createServersService } from './modules/servers/servers.service.js';
 import { createSignInService } from './modules/sign-in/sign-in.service.js';
 import { createSiteTransferJobs } from './modules/site-transfers/site-transfers.jobs.js';
@@ -225,6 +227,19 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     driver: hosting,
     installDomain,
   });
+  // Issue 30: moves of installs between hosting servers, and drains.
+  const movesDeps = {
+    db,
+    clock,
+    fleet: config.fleet,
+    operations,
+    installs,
+    calls: fleetCalls,
+    requestRouting,
+    estimateSeconds: (operation: Parameters<HostingDriver['estimateSeconds']>[0]) =>
+      hosting.estimateSeconds(operation),
+  };
+  const moves = createMovesService(movesDeps);
   const backupJobs = createBackupJobs({ operations, backups, installs, driver: hosting, requestRouting });
   const usageJobs = createUsageJobs({ operations, installs, usage, driver: hosting, clock, db });
   const cacheJobs = createCacheJobs({ operations, driver: hosting });
@@ -263,6 +278,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     refresh_disk_usage: usageJobs.refresh,
     'usage-traffic-roll': usageJobs.rollTraffic,
     purge_cache: cacheJobs.purge,
+    move_install: createMoveJob(movesDeps),
     transfer_site: siteTransferJobs.transfer,
     'mail-deliver': {
       run: ({ message_id }) => outbox.deliver(message_id),
@@ -342,6 +358,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     outbox,
     servers,
     fleetCalls,
+    moves,
     driver: hosting,
     /** Closes what the services opened for the driver (the local driver's MariaDB pool), not an injected one. */
     closeDriver: async () => {

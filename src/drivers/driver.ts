@@ -64,6 +64,11 @@ export interface CopyRequest {
   include_db: boolean;
   /** Null: every table. */
   db_tables: string[] | null;
+  /**
+   * Issue 30: the source sits on another hosting server: its backup, taken there, is what is copied
+   * (the fleet's remote driver sets it; decision #179).
+   */
+  source_snapshot?: Snapshot;
 }
 
 /** One domain of an install as the web server routes it (D1-D6). */

@@ -6,6 +6,7 @@ import {
   type DriverResult,
   type HostingDriver,
   type InstallRef,
+  type Snapshot,
 } from '../drivers/driver.js';
 
 /** What the remote driver needs of the control plane's fleet calls (modules/servers). */
@@ -71,13 +72,17 @@ export function createRemoteDriver(calls: FleetCallsPort): HostingDriver {
         calls.serverOf(input.source.id),
         calls.serverOf(input.destination.id),
       ]);
-      if (from && to && from !== to)
-        throw new DriverError(
-          'copy',
-          'the source and destination installs are on different hosting servers: copies across servers are not supported yet',
-          true,
-        );
-      return ask('copy', ctx, input.destination.id, input);
+      if (!from || !to || from === to) return ask('copy', ctx, input.destination.id, input);
+      // Issue 30: across servers, the source's backup (on its server), then the copy from it on the
+      // destination's: both keyed by the copy's key (decision #179).
+      const source = await ask<Snapshot>(
+        'backup',
+        { ...ctx, key: `${ctx.key}:copy-source` },
+        input.source.id,
+        input.source,
+      );
+      if (!source.done) return source;
+      return ask('copy', ctx, input.destination.id, { ...input, source_snapshot: source.value });
     },
     backup: (ctx, install) => ask('backup', ctx, install.id, install),
     restore: (ctx, input) => ask('restore', ctx, input.install.id, input),

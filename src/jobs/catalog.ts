@@ -83,6 +83,8 @@ export const JOBS = {
    */
   refresh_disk_usage: operationStep,
   purge_cache: { ...operationStep, retryLimit: 2 },
+  /** Issue 30: an install's move to another server (each step a keyed fleet call; rolls back on failure). */
+  move_install: operationStep,
   /** Issue 13: createDomainCertificateOrder, fulfilled by the driver's CA. */
   order_certificate: operationStep,
   /**

@@ -1212,6 +1212,11 @@ export const ROUTES: readonly SecuredRoute[] = [
   admin('POST', '/admin/v1/servers/:server_id/enrolment', 'adminNewServerEnrolment'),
   admin('POST', '/admin/v1/servers/:server_id/revoke', 'adminRevokeServerCredential'),
   admin('GET', '/admin/v1/servers/:server_id/installs', 'adminListServerInstalls'),
+  admin('GET', '/admin/v1/installs/:install_id/move', 'adminGetInstallMove'),
+  admin('POST', '/admin/v1/installs/:install_id/move', 'adminMoveInstall'),
+  admin('POST', '/admin/v1/installs/:install_id/move/cancel', 'adminCancelInstallMove'),
+  admin('POST', '/admin/v1/servers/:server_id/drain', 'adminDrainServer'),
+  admin('POST', '/admin/v1/servers/:server_id/undrain', 'adminUndrainServer'),
   // Issue 30: the agent protocol: a server's own credential (or the one-time enrolment token), tested
   // with two servers there (401 without, revoked or with a Basic/admin credential; 403 on another's call).
   ...(

@@ -1427,6 +1427,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/installs/{install_id}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An install's server and its latest move (`moving`, `move_failed`) */
+        get: operations["adminGetInstallMove"];
+        put?: never;
+        /** Move an install to another hosting server (202 with the operation; `?dry_run=true`: the server it would go to, nothing changed) */
+        post: operations["adminMoveInstall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/installs/{install_id}/move/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel an open move: it rolls back and the source keeps serving (409 once it has switched) */
+        post: operations["adminCancelInstallMove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/servers/{server_id}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Drain a server: it gets no new installs (`draining`) and each of its installs starts a move to the server placement picks */
+        post: operations["adminDrainServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/servers/{server_id}/undrain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End a drain: the server is active again and the drain's moves not switched yet roll back */
+        post: operations["adminUndrainServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/enrol": {
         parameters: {
             query?: never;
@@ -5971,7 +6040,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site" | "move_install";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -6181,7 +6250,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site" | "move_install";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -6319,7 +6388,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
+                            type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site" | "move_install";
                             /** @enum {string} */
                             status: "queued" | "in_progress" | "completed" | "failed";
                             resource: {
@@ -6532,7 +6601,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site" | "move_install";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -7295,7 +7364,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site" | "move_install";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -9005,7 +9074,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         /** @enum {string} */
-                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site";
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site" | "move_install";
                         /** @enum {string} */
                         status: "queued" | "in_progress" | "completed" | "failed";
                         resource: {
@@ -19914,6 +19983,13 @@ export interface operations {
                                 load1: number;
                                 installs: number;
                             } | null;
+                            drain: {
+                                /** Format: uuid */
+                                drain_id: string;
+                                moved: number;
+                                moving: number;
+                                failed: number;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                         }[];
@@ -20059,6 +20135,13 @@ export interface operations {
                                 memory_free_bytes: number;
                                 load1: number;
                                 installs: number;
+                            } | null;
+                            drain: {
+                                /** Format: uuid */
+                                drain_id: string;
+                                moved: number;
+                                moving: number;
+                                failed: number;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -20257,6 +20340,13 @@ export interface operations {
                             memory_free_bytes: number;
                             load1: number;
                             installs: number;
+                        } | null;
+                        drain: {
+                            /** Format: uuid */
+                            drain_id: string;
+                            moved: number;
+                            moving: number;
+                            failed: number;
                         } | null;
                         /** Format: date-time */
                         created_at: string;
@@ -20561,6 +20651,13 @@ export interface operations {
                             memory_free_bytes: number;
                             load1: number;
                             installs: number;
+                        } | null;
+                        drain: {
+                            /** Format: uuid */
+                            drain_id: string;
+                            moved: number;
+                            moving: number;
+                            failed: number;
                         } | null;
                         /** Format: date-time */
                         created_at: string;
@@ -20924,6 +21021,13 @@ export interface operations {
                             load1: number;
                             installs: number;
                         } | null;
+                        drain: {
+                            /** Format: uuid */
+                            drain_id: string;
+                            moved: number;
+                            moving: number;
+                            failed: number;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                     };
@@ -21129,6 +21233,905 @@ export interface operations {
                     "application/json": {
                         message: string;
                         documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    adminGetInstallMove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                install_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        install_id: string;
+                        /**
+                         * @description `moving`: a move is open (the source serves until its switch); `move_failed`: the latest move failed and the install stays where it was
+                         * @enum {string}
+                         */
+                        status: "unplaced" | "placed" | "moving" | "move_failed";
+                        server: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            generation: number;
+                        } | null;
+                        move: {
+                            /** Format: uuid */
+                            operation_id: string;
+                            status: string;
+                            phase: ("copying" | "syncing" | "verifying" | "switched" | "rolling_back") | null;
+                            source_server_id: string | null;
+                            target_server_id: string | null;
+                            cancel_requested: boolean;
+                            error: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            completed_at: string | null;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    adminMoveInstall: {
+        parameters: {
+            query?: {
+                /** @description true: run every check of the call and answer 200 with what it would do (no row, no job, no mail, no event) */
+                dry_run?: boolean;
+            };
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                install_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    server_id?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Dry run: the server the install would move to; nothing was changed */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "dry_run": true,
+                     *       "operation": "move_install",
+                     *       "install_id": "7b1d5f3e-2a44-4b1f-9b7e-0c2f4a9d8e11",
+                     *       "source_server_id": "0d6f2c1a-5b3e-4c7d-8e9f-1a2b3c4d5e6f",
+                     *       "target_server_id": "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b",
+                     *       "expected_seconds": 1560
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        dry_run: true;
+                        /** @enum {string} */
+                        operation: "move_install";
+                        /** Format: uuid */
+                        install_id: string;
+                        /** Format: uuid */
+                        source_server_id: string;
+                        /** Format: uuid */
+                        target_server_id: string;
+                        expected_seconds: number;
+                    };
+                };
+            };
+            /** @description Accepted, move started */
+            202: {
+                headers: {
+                    /** @description Absolute URL of the operation (GET /v1/operations/{id}) */
+                    location?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @enum {string} */
+                        type: "provision_install" | "copy_install" | "create_backup" | "restore_backup" | "refresh_disk_usage" | "purge_cache" | "order_certificate" | "apply_routing" | "transfer_site" | "move_install";
+                        /** @enum {string} */
+                        status: "queued" | "in_progress" | "completed" | "failed";
+                        resource: {
+                            /** @description install, backup or site_transfer */
+                            type: string;
+                            /** Format: uuid */
+                            id: string;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        started_at: string | null;
+                        completed_at: string | null;
+                        error: string | null;
+                        /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
+                        wordpress_admin?: {
+                            username: string;
+                            /** @description Shown once: in the first read of the completed operation by an owner, then erased */
+                            password?: string;
+                            /** Format: uri */
+                            login_url: string;
+                        };
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    adminCancelInstallMove: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                install_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        install_id: string;
+                        /**
+                         * @description `moving`: a move is open (the source serves until its switch); `move_failed`: the latest move failed and the install stays where it was
+                         * @enum {string}
+                         */
+                        status: "unplaced" | "placed" | "moving" | "move_failed";
+                        server: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            generation: number;
+                        } | null;
+                        move: {
+                            /** Format: uuid */
+                            operation_id: string;
+                            status: string;
+                            phase: ("copying" | "syncing" | "verifying" | "switched" | "rolling_back") | null;
+                            source_server_id: string | null;
+                            target_server_id: string | null;
+                            cancel_requested: boolean;
+                            error: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            completed_at: string | null;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    adminDrainServer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                server_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        drain_id: string;
+                        /** @description Installs whose move started */
+                        started: string[];
+                        /** @description Installs whose move could not start (drain again once the reason is gone) */
+                        skipped: {
+                            /** Format: uuid */
+                            install_id: string;
+                            reason: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+        };
+    };
+    adminUndrainServer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A unique key (1-255 printable ASCII characters, no spaces) that makes retrying this request safe: for 24 hours the same key with the same request answers the first response again (with `Idempotent-Replayed: true`) instead of running twice; with another request it is a 422; while the first is still running, a 409 with Retry-After. Keys are per user. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                server_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        server: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            labels: {
+                                [key: string]: string;
+                            };
+                            ipv4: string[];
+                            ipv6: string[];
+                            capacity: {
+                                installs: number;
+                            };
+                            /** @enum {string} */
+                            state: "active" | "cordoned" | "draining";
+                            /**
+                             * @description From the agent's heartbeats
+                             * @enum {string}
+                             */
+                            status: "new" | "live" | "silent";
+                            /** @description Installs placed on the server */
+                            installs: number;
+                            /** @description An agent holds a valid credential of the server */
+                            enrolled: boolean;
+                            last_heartbeat_at: string | null;
+                            agent_version: string | null;
+                            reported: {
+                                disk_total_bytes: number;
+                                disk_free_bytes: number;
+                                memory_total_bytes: number;
+                                memory_free_bytes: number;
+                                load1: number;
+                                installs: number;
+                            } | null;
+                            drain: {
+                                /** Format: uuid */
+                                drain_id: string;
+                                moved: number;
+                                moving: number;
+                                failed: number;
+                            } | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                        /** @description The drain's moves that roll back */
+                        cancelled: number;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Authentication Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            409: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
+            /** @description Unprocessable: the Idempotency-Key was used with another request (method, path, query or body) */
+            422: {
+                headers: {
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                        errors: {
+                            resource: string;
+                            field: string;
+                            /** @enum {string} */
+                            type: "invalid_value" | "access_error" | "value_unavailable";
+                            code: string;
+                            message: string;
+                        }[];
                     };
                 };
             };

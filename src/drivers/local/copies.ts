@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { CallContext, CopyRequest, HostingDriver } from '../driver.js';
+import { type CallContext, type CopyRequest, DriverError, type HostingDriver } from '../driver.js';
 import type { LocalContext } from './context.js';
 import type { Trigger } from './database.js';
 import * as files from './files.js';
@@ -59,48 +59,60 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
   }
 
   return {
-    copy: (call: CallContext, input: CopyRequest) =>
-      once(
-        'copy',
-        call,
-        [input.destination.id, input.source.id].filter((v, i, a) => a.indexOf(v) === i),
-        async () => {
-          const { source, destination } = input;
-          await recover(ctx, source.id, call.signal);
-          await recover(ctx, destination.id, call.signal);
-          const to = pathsOf(hostingRoot, destination.id);
-          const staging = stagingDir(hostingRoot, destination.id, call.key);
-          await files.remove(staging, call.signal);
-          // Root's (the dump is root-only); the staged tree inside it is the destination owner's.
-          await tenant.rootDir(path.dirname(staging));
-          await tenant.rootDir(staging);
-          const staged = await stageCopy(input, staging, call.signal).catch(async (err) => {
-            await discardStaging(ctx, destination.id, staging);
-            throw err;
-          });
-          // Issue 28 finding 7: tables then files, all or nothing (staging.ts).
-          const copied = await swapStaged(
-            ctx,
-            destination.id,
-            {
-              operation: 'copy',
-              key: call.key,
-              staging,
-              tree: input.include_files ? path.join(staging, 'public') : null,
-              tables: staged.dbWork ? { only: staged.tables, triggers: staged.triggers } : null,
-            },
-            call.signal,
-          );
-          // Issue 21: the destination's page cache holds pages of before the copy.
-          await ctx.web?.purgePage(destination.id);
-          return {
-            wp_version: input.include_files
-              ? await files.readWpVersion(to.public, call.signal)
-              : destination.wp_version,
-            copied_tables: copied,
-          };
-        },
-        true,
-      ),
+    copy: async (call: CallContext, input: CopyRequest) => {
+      // Issue 30: the source's archive is not streamed between servers yet (decision #179).
+      if (input.source_snapshot)
+        throw new DriverError(
+          'copy',
+          'a copy from an install on another hosting server is not supported by the local driver yet',
+          true,
+        );
+      return copyOnce(call, input);
+    },
   };
+
+  function copyOnce(call: CallContext, input: CopyRequest) {
+    return once(
+      'copy',
+      call,
+      [input.destination.id, input.source.id].filter((v, i, a) => a.indexOf(v) === i),
+      async () => {
+        const { source, destination } = input;
+        await recover(ctx, source.id, call.signal);
+        await recover(ctx, destination.id, call.signal);
+        const to = pathsOf(hostingRoot, destination.id);
+        const staging = stagingDir(hostingRoot, destination.id, call.key);
+        await files.remove(staging, call.signal);
+        // Root's (the dump is root-only); the staged tree inside it is the destination owner's.
+        await tenant.rootDir(path.dirname(staging));
+        await tenant.rootDir(staging);
+        const staged = await stageCopy(input, staging, call.signal).catch(async (err) => {
+          await discardStaging(ctx, destination.id, staging);
+          throw err;
+        });
+        // Issue 28 finding 7: tables then files, all or nothing (staging.ts).
+        const copied = await swapStaged(
+          ctx,
+          destination.id,
+          {
+            operation: 'copy',
+            key: call.key,
+            staging,
+            tree: input.include_files ? path.join(staging, 'public') : null,
+            tables: staged.dbWork ? { only: staged.tables, triggers: staged.triggers } : null,
+          },
+          call.signal,
+        );
+        // Issue 21: the destination's page cache holds pages of before the copy.
+        await ctx.web?.purgePage(destination.id);
+        return {
+          wp_version: input.include_files
+            ? await files.readWpVersion(to.public, call.signal)
+            : destination.wp_version,
+          copied_tables: copied,
+        };
+      },
+      true,
+    );
+  }
 }

@@ -137,7 +137,15 @@ export function createSimulatedDriver({ db, clock, durations, secretBox }: Simul
 
     copy: (ctx: CallContext, input: CopyRequest) =>
       call('copy', ctx, input.destination.id, async (tx, now) => {
-        const source = await stateOf(tx, input.source);
+        // Issue 30: a source on another server arrives as its backup.
+        const snapshot = input.source_snapshot;
+        const source = snapshot
+          ? {
+              wp_version: snapshot.wp_version,
+              file_bytes: snapshot.file_bytes,
+              db_tables: snapshot.db_tables,
+            }
+          : await stateOf(tx, input.source);
         const target = await stateOf(tx, input.destination);
         const tables = input.include_db ? (input.db_tables ?? Object.keys(source.db_tables)) : [];
         const next: repo.SimulatedState = {

@@ -81,6 +81,36 @@ export const OPERATIONS = {
     }),
     state: Nothing,
   },
+  /**
+   * Issue 30: moves an install to another hosting server (admin): copy while the source serves, a
+   * final sync, the switch (placement generation + 1), the source cleaned. Rolls back before the switch.
+   */
+  move_install: {
+    title: 'Move to another server',
+    input: Type.Object({
+      target_server_id: Type.String({ format: 'uuid' }),
+      /** The drain that started it (GET /admin/v1/servers/{id} counts its moves), or null. */
+      drain_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
+    }),
+    state: Type.Object({
+      phase: Type.Optional(
+        Type.Union([
+          Type.Literal('copying'),
+          Type.Literal('syncing'),
+          Type.Literal('verifying'),
+          Type.Literal('switched'),
+          Type.Literal('rolling_back'),
+        ]),
+      ),
+      source_server_id: Type.Optional(Type.String({ format: 'uuid' })),
+      source_generation: Type.Optional(Type.Integer({ minimum: 1 })),
+      target_generation: Type.Optional(Type.Integer({ minimum: 1 })),
+      /** POST /admin/v1/installs/{id}/move/cancel asked for a rollback (honoured before the switch). */
+      cancel: Type.Optional(Type.Boolean()),
+      /** Why the move rolls back (a cancel, or the failure). */
+      rollback_reason: Type.Optional(Type.String({ maxLength: 2000 })),
+    }),
+  },
 } as const satisfies Record<string, { title: string; input: TObject; state: TObject }>;
 
 /**

@@ -167,7 +167,8 @@ export type Intent = 'read' | 'write';
 /** The intents of an open operation on `installId`. */
 function intentsOf(op: repo.OperationRow, installId: string): Intent | null {
   if (op.type === 'copy_install') return op.install_id === installId ? 'write' : 'read';
-  if (op.type === 'create_backup') return 'read';
+  // Issue 30: a move copies the install while it serves: writes wait for it, reads do not.
+  if (op.type === 'create_backup' || op.type === 'move_install') return 'read';
   if (op.type === 'provision_install' || op.type === 'restore_backup') return 'write';
   return null;
 }
@@ -181,6 +182,8 @@ function describeBusy(op: repo.OperationRow, installId: string, names: Map<strin
       return `a restore is in progress ${ref}`;
     case 'create_backup':
       return `a backup is in progress ${ref}`;
+    case 'move_install':
+      return `it is being moved to another hosting server ${ref}`;
     case 'copy_install': {
       const source = inputOf(op, 'copy_install').source_install_id;
       return op.install_id === installId

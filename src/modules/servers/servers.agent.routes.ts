@@ -115,6 +115,10 @@ export function agentRoutes({ services }: RouteContext): RoutesPlugin {
         const gone = () => {
           if (!connected(request)) abort.abort();
         };
+        // The socket's close (the request's fires once its body is read): a dead agent's long poll
+        // must stop, or it would take the calls given back for its successor (issue 30, moves).
+        const socket = request.raw.socket;
+        socket?.on('close', gone);
         request.raw.on('close', gone);
         try {
           const calls = await fleetCalls.fetch(
@@ -126,6 +130,7 @@ export function agentRoutes({ services }: RouteContext): RoutesPlugin {
           return { calls };
         } finally {
           request.raw.off('close', gone);
+          socket?.off('close', gone);
         }
       },
     );

@@ -37,6 +37,8 @@ const MAX_ERROR = 2000;
 /** The longest an agent may defer the next ask of a call. */
 const MAX_DEFER_MS = 3_600_000;
 const POLL_MS = 250;
+/** The key of a move's own calls: `move:<operation id>:<step>`. */
+export const MOVE_KEY = /^move:([0-9a-f-]{36}):/;
 
 /** Waits `ms` or until `signal` aborts; the abort listener goes with the wait. */
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -91,15 +93,16 @@ export function createFleetCalls({
 
   /** A queued call: waiting (with the reason while its server is silent), or failed after the bound. */
   async function waiting(call: repo.CallRow, operation: DriverOperation) {
-    const placement = await repo.placementOf(db, call.install_id);
-    const heartbeat = placement?.last_heartbeat_at ?? null;
+    // The server the call is queued on (a move's calls are not all on the install's placement).
+    const server = await repo.heartbeatOf(db, call.server_id);
+    const heartbeat = server?.last_heartbeat_at ?? null;
     const now = clock.now().getTime();
     const silent = !heartbeat || now - heartbeat.getTime() > fleet.silentSeconds * 1000;
     if (!silent) {
       if (call.waiting_reason) await repo.updateCall(db, call.id, { waiting_reason: null });
       return { done: false as const, checkAt: later() };
     }
-    const name = placement?.server_name ?? call.server_id;
+    const name = server?.name ?? call.server_id;
     const since = Math.max(heartbeat?.getTime() ?? 0, call.created_at.getTime());
     const reason = heartbeat
       ? `hosting server ${name} is silent (last heartbeat ${heartbeat.toISOString()})`
@@ -133,6 +136,66 @@ export function createFleetCalls({
     throw new DriverError(operation, call.error ?? 'failed', call.final);
   };
 
+  /** Records a call and queues its first ask on `serverId` (a concurrent first ask queues nothing more). */
+  async function queueCall(spec: CallSpec, serverId: string, generation: number) {
+    const id = randomUUID();
+    await withTransaction(db, async (tx) => {
+      const inserted = await repo.insertCall(tx, {
+        id,
+        method: spec.method,
+        key: spec.key,
+        server_id: serverId,
+        install_id: spec.installId,
+        generation,
+        input_sealed: seal(id, spec.input),
+        created_at: clock.now(),
+      });
+      if (!inserted) return;
+      const jobId = await queue.sendToServer(tx, serverId, id);
+      await repo.updateCall(tx, id, { job_id: jobId });
+    });
+    return { done: false as const, checkAt: later() };
+  }
+
+  /**
+   * Whether a queued call may be handed to `serverId`: its generation is the install's placement
+   * there, or it is a move's call on that move's source or target (decision #175).
+   */
+  async function current(call: repo.CallRow, serverId: string) {
+    const generation = await repo.generationOf(db, call.install_id, serverId);
+    if (generation === call.generation) return true;
+    const move = MOVE_KEY.exec(call.key)?.[1];
+    return move ? repo.moveAllows(db, move, call.install_id, serverId, call.generation) : false;
+  }
+
+  /**
+   * A stale call (its install moved): a move's own call fails (the move rolls back or has ended);
+   * any other is queued again on the install's new server at its generation, so the operation that
+   * asked it completes there (decision #176). False when the install is placed nowhere.
+   */
+  async function reroute(call: repo.CallRow, serverId: string, jobId: string) {
+    await withTransaction(db, async (tx) => {
+      const placement = MOVE_KEY.test(call.key) ? null : await repo.placementOf(tx, call.install_id);
+      if (placement && placement.server_id !== serverId) {
+        const next = await queue.sendToServer(tx, placement.server_id, call.id);
+        await repo.updateCall(tx, call.id, {
+          server_id: placement.server_id,
+          generation: placement.generation,
+          job_id: next,
+          waiting_reason: null,
+        });
+      } else {
+        await repo.updateCall(tx, call.id, {
+          state: 'failed',
+          final: true,
+          error: `stale placement: the call was for generation ${call.generation} on server ${serverId}, the install is at ${placement?.generation ?? 'another server'}`,
+          settled_at: clock.now(),
+        });
+      }
+      await queue.completeServerJob(tx, serverId, jobId);
+    });
+  }
+
   return {
     /**
      * The remote driver's one entry: the call's result once the agent reported it, else
@@ -152,24 +215,23 @@ export function createFleetCalls({
         placement = await repo.placementOf(db, spec.installId);
         if (!placement) throw new DriverError(spec.operation, 'the install could not be placed');
       }
-      const { server_id, generation } = placement;
-      const id = randomUUID();
-      await withTransaction(db, async (tx) => {
-        const inserted = await repo.insertCall(tx, {
-          id,
-          method: spec.method,
-          key: spec.key,
-          server_id,
-          install_id: spec.installId,
-          generation,
-          input_sealed: seal(id, spec.input),
-          created_at: clock.now(),
-        });
-        if (!inserted) return;
-        const jobId = await queue.sendToServer(tx, server_id, id);
-        await repo.updateCall(tx, id, { job_id: jobId });
-      });
-      return { done: false, checkAt: later() };
+      return queueCall(spec, placement.server_id, placement.generation);
+    },
+
+    /**
+     * Issue 30: like `ask`, on a server and placement generation the caller names (a move's calls on
+     * its source and its target, decision #175); the call's key must be the move's (`move:<id>:...`).
+     */
+    async askOn(
+      spec: CallSpec,
+      at: { serverId: string; generation: number },
+    ): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date }> {
+      const existing = await repo.callByKey(db, spec.method, spec.key);
+      if (existing)
+        return existing.state === 'queued'
+          ? waiting(existing, spec.operation)
+          : settled(existing, spec.operation);
+      return queueCall(spec, at.serverId, at.generation);
     },
 
     /** Issue 21: drops the administrator password from the install's stored provision results. */
@@ -198,6 +260,8 @@ export function createFleetCalls({
     ): Promise<HandedCall[]> {
       const deadline = Date.now() + Math.min(waitSeconds, fleet.fetchWaitSeconds) * 1000;
       for (;;) {
+        // A caller gone takes nothing (its calls would be active for nobody until its successor).
+        if (signal?.aborted) return [];
         const handed: HandedCall[] = [];
         for (const job of await queue.fetchForServer(serverId, max)) {
           const call = await repo.callById(db, job.callId);
@@ -205,17 +269,8 @@ export function createFleetCalls({
             await withTransaction(db, (tx) => queue.completeServerJob(tx, serverId, job.jobId));
             continue;
           }
-          const current = await repo.generationOf(db, call.install_id, serverId);
-          if (current !== call.generation) {
-            await withTransaction(db, async (tx) => {
-              await repo.updateCall(tx, call.id, {
-                state: 'failed',
-                final: true,
-                error: `stale placement: the call was for generation ${call.generation} on server ${serverId}, the install is at ${current ?? 'another server'}`,
-                settled_at: clock.now(),
-              });
-              await queue.completeServerJob(tx, serverId, job.jobId);
-            });
+          if (!(await current(call, serverId))) {
+            await reroute(call, serverId, job.jobId);
             continue;
           }
           handed.push({

@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, isNotNull, or, sql } from 'drizzle-orm';
 import { type Db, queryRows, type RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
-import { accounts, fleetCalls, installPlacements, installs, servers } from '../../db/schema.js';
+import { accounts, fleetCalls, installPlacements, installs, operations, servers } from '../../db/schema.js';
 
 /** A server as operators see it: never a hash. */
 const projection = {
@@ -300,4 +300,165 @@ export async function generationOf(db: Db, installId: string, serverId: string):
     .from(installPlacements)
     .where(and(eq(installPlacements.install_id, installId), eq(installPlacements.server_id, serverId)));
   return row?.generation ?? null;
+}
+
+// Issue 30: moves and drains.
+
+/** A server's name and last heartbeat (a call's wait reason names the server it is queued on). */
+export async function heartbeatOf(db: Db, serverId: string) {
+  const [row] = await db
+    .select({ name: servers.name, last_heartbeat_at: servers.last_heartbeat_at, state: servers.state })
+    .from(servers)
+    .where(eq(servers.id, serverId));
+  return row ?? null;
+}
+
+/**
+ * Whether the open move `operationId` of the install names `(serverId, generation)` as its source or
+ * its target: the only calls outside the install's placement an agent is handed (decision #175).
+ */
+export async function moveAllows(
+  db: Db,
+  operationId: string,
+  installId: string,
+  serverId: string,
+  generation: number,
+): Promise<boolean> {
+  const rows = await queryRows<{ id: string }>(
+    db,
+    sql`select o.id from ${operations} o
+        where o.id = ${operationId}::uuid and o.install_id = ${installId}::uuid and o.type = 'move_install'
+          and o.status in ('queued', 'in_progress')
+          and ((o.input->>'target_server_id' = ${serverId}::text and (o.state->>'target_generation')::int = ${generation}::int)
+            or (o.state->>'source_server_id' = ${serverId}::text and (o.state->>'source_generation')::int = ${generation}::int))`,
+  );
+  return rows.length > 0;
+}
+
+/** The install's placement, its row locked (the switch of a move). */
+export async function lockPlacement(tx: Db, installId: string) {
+  const [row] = await tx
+    .select({ server_id: installPlacements.server_id, generation: installPlacements.generation })
+    .from(installPlacements)
+    .where(eq(installPlacements.install_id, installId))
+    .for('update');
+  return row ?? null;
+}
+
+/** Moves the placement from `(from, generation)` to `to` at `generation + 1`; false when it is not there. */
+export async function switchPlacement(
+  tx: Db,
+  installId: string,
+  from: { serverId: string; generation: number },
+  to: string,
+  at: Date,
+) {
+  const rows = await tx
+    .update(installPlacements)
+    .set({ server_id: to, generation: from.generation + 1, placed_at: at })
+    .where(
+      and(
+        eq(installPlacements.install_id, installId),
+        eq(installPlacements.server_id, from.serverId),
+        eq(installPlacements.generation, from.generation),
+      ),
+    )
+    .returning({ id: installPlacements.install_id });
+  return rows.length > 0;
+}
+
+/**
+ * A move's target: the live, active server other than `exclude` with the most free install slots
+ * (open moves towards a server count as placed there), in `region` when given; null when none has room.
+ */
+export async function pickTarget(db: Db, exclude: string, region: string | null, liveSince: Date) {
+  const rows = await queryRows<{ id: string }>(
+    db,
+    sql`select s.id from ${servers} s
+        where s.state = 'active' and s.id <> ${exclude}::uuid
+          and s.last_heartbeat_at > ${liveSince.toISOString()}::timestamptz
+          and (${region}::text is null or s.labels->>'region' = ${region}::text)
+          and s.capacity_installs > ${usedSlots(sql`s.id`)}
+        order by s.capacity_installs - ${usedSlots(sql`s.id`)} desc, s.id
+        limit 1`,
+  );
+  return rows[0]?.id ?? null;
+}
+
+/** Installs placed on a server plus open moves towards it. */
+const usedSlots = (server: ReturnType<typeof sql>) =>
+  sql`((select count(*) from ${installPlacements} p where p.server_id = ${server})
+      + (select count(*) from ${operations} o where o.type = 'move_install'
+           and o.status in ('queued', 'in_progress') and o.input->>'target_server_id' = ${server}::text))`;
+
+/** A server a move may target: its state, liveness and free slots (open moves counted). */
+export async function targetOf(db: Db, serverId: string) {
+  const rows = await queryRows<{
+    id: string;
+    name: string;
+    state: string;
+    last_heartbeat_at: Date | string | null;
+    free: number;
+  }>(
+    db,
+    sql`select s.id, s.name, s.state, s.last_heartbeat_at, (s.capacity_installs - ${usedSlots(sql`s.id`)})::int as free
+        from ${servers} s where s.id = ${serverId}::uuid`,
+  );
+  return rows[0] ?? null;
+}
+
+/** Up to `limit` installs placed on a server (a drain starts their moves). */
+export async function placedOn(db: Db, serverId: string, limit: number): Promise<string[]> {
+  const rows = await db
+    .select({ id: installPlacements.install_id })
+    .from(installPlacements)
+    .where(eq(installPlacements.server_id, serverId))
+    .orderBy(asc(installPlacements.placed_at), asc(installPlacements.install_id))
+    .limit(limit);
+  return rows.map((r) => r.id);
+}
+
+/** The open move of an install, or its latest (with the state a view shows). */
+export async function latestMove(db: Db, installId: string) {
+  const [row] = await db
+    .select({
+      id: operations.id,
+      status: operations.status,
+      input: operations.input,
+      state: operations.state,
+      error: operations.error,
+      created_at: operations.created_at,
+      completed_at: operations.completed_at,
+    })
+    .from(operations)
+    .where(and(eq(operations.install_id, installId), eq(operations.type, 'move_install')))
+    .orderBy(sql`${operations.created_at} desc`, sql`${operations.id} desc`)
+    .limit(1);
+  return row ?? null;
+}
+
+/** The drain of a server: its latest drain id's moves counted by status. */
+export async function drainProgress(db: Db, serverId: string) {
+  const rows = await queryRows<{ drain_id: string | null; status: string; count: number }>(
+    db,
+    sql`with latest as (
+          select o.input->>'drain_id' as drain_id from ${operations} o
+          where o.type = 'move_install' and o.input->>'drain_id' is not null
+            and o.state->>'source_server_id' = ${serverId}::text
+          order by o.created_at desc limit 1)
+        select l.drain_id, o.status, count(*)::int as count from latest l
+        join ${operations} o on o.type = 'move_install' and o.input->>'drain_id' = l.drain_id
+        group by l.drain_id, o.status`,
+  );
+  return rows;
+}
+
+/** The open moves of a drain (undrain cancels them). */
+export async function openDrainMoves(db: Db, drainId: string): Promise<string[]> {
+  const rows = await queryRows<{ install_id: string }>(
+    db,
+    sql`select o.install_id from ${operations} o where o.type = 'move_install'
+          and o.status in ('queued', 'in_progress') and o.input->>'drain_id' = ${drainId}::text`,
+  );
+  return rows.map((r) => r.install_id);
 }

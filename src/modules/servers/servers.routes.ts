@@ -14,7 +14,10 @@ import {
 } from './servers.schemas.js';
 import type { ServerRow, ServerStatus } from './servers.service.js';
 
-const toServer = (row: ServerRow, status: ServerStatus) => ({
+type Drain = { drain_id: string; moved: number; moving: number; failed: number } | null;
+
+/** A server as the admin API shows it. */
+export const toServer = (row: ServerRow, status: ServerStatus, drain: Drain) => ({
   id: row.id,
   name: row.name,
   labels: row.labels,
@@ -28,13 +31,15 @@ const toServer = (row: ServerRow, status: ServerStatus) => ({
   last_heartbeat_at: row.last_heartbeat_at?.toISOString() ?? null,
   agent_version: row.agent_version,
   reported: (row.reported ?? null) as never,
+  drain,
   created_at: row.created_at.toISOString(),
 });
 
 /** Issue 30: hosting servers (admin token): create, list, get, patch, delete, enrolment, revocation. */
 export function serversRoutes({ config, services }: RouteContext): RoutesPlugin {
-  const { servers } = services;
-  const show = (row: ServerRow) => toServer(row, servers.statusOf(row));
+  const { servers, moves } = services;
+  const show = async (row: ServerRow) =>
+    toServer(row, servers.statusOf(row), await moves.drainProgress(row.id));
   return async (app) => {
     const tags = ['Admin: servers'];
     const security = [{ adminToken: [] }];
@@ -56,7 +61,7 @@ export function serversRoutes({ config, services }: RouteContext): RoutesPlugin 
       async (request, reply) => {
         const { server, enrolment } = await servers.create(request.body);
         return reply.status(201).send({
-          server: show(server),
+          server: await show(server),
           enrolment: { token: enrolment.token, expires_at: enrolment.expires_at.toISOString() },
         });
       },
@@ -78,7 +83,7 @@ export function serversRoutes({ config, services }: RouteContext): RoutesPlugin 
       async (request) => {
         const page = pageOf(request.query);
         const { count, rows } = await servers.list(page);
-        return envelope(request, config.publicUrl, page, count, rows.map(show));
+        return envelope(request, config.publicUrl, page, count, await Promise.all(rows.map(show)));
       },
     );
 

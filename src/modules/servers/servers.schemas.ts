@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { Paginated } from '../../http/pagination.js';
-import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, DryRunAnswer, Nullable, Uuid } from '../../http/schemas.js';
 
 /** Issue 30: hosting servers in the admin API (docs/architecture.md, Fleet). */
 export const SERVER_STATES = ['active', 'cordoned', 'draining'] as const;
@@ -72,6 +72,19 @@ export const ServerSchema = Type.Object({
   last_heartbeat_at: Nullable(DateTime()),
   agent_version: Nullable(Type.String()),
   reported: Nullable(ServerReport),
+  drain: Nullable(
+    Type.Object(
+      {
+        drain_id: Uuid(),
+        moved: Type.Integer({ minimum: 0 }),
+        moving: Type.Integer({ minimum: 0 }),
+        failed: Type.Integer({ minimum: 0 }),
+      },
+      {
+        description: "The latest drain's moves (the installs remaining are `installs`); null: never drained",
+      },
+    ),
+  ),
   created_at: DateTime(),
 });
 
@@ -90,3 +103,76 @@ export const PlacementSchema = Type.Object({
   placed_at: DateTime(),
 });
 export const PlacementList = Paginated(PlacementSchema, "The server's installs, oldest placement first");
+
+// Issue 30: moves and drains.
+
+export const InstallParams = Type.Object({ install_id: Uuid() });
+
+export const MoveBody = Type.Object(
+  {
+    server_id: Type.Optional(
+      Nullable(Uuid({ description: 'The target server; absent or null: placement picks one' })),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const MoveDryRun = DryRunAnswer(
+  {
+    operation: Type.Literal('move_install'),
+    install_id: Uuid(),
+    source_server_id: Uuid(),
+    target_server_id: Uuid(),
+    expected_seconds: Type.Integer({ minimum: 0 }),
+  },
+  {
+    description: 'the server the install would move to',
+    example: {
+      operation: 'move_install',
+      install_id: '7b1d5f3e-2a44-4b1f-9b7e-0c2f4a9d8e11',
+      source_server_id: '0d6f2c1a-5b3e-4c7d-8e9f-1a2b3c4d5e6f',
+      target_server_id: '9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b',
+      expected_seconds: 1560,
+    },
+  },
+);
+
+export const MOVE_STATUSES = ['unplaced', 'placed', 'moving', 'move_failed'] as const;
+
+export const MoveViewSchema = Type.Object({
+  install_id: Uuid(),
+  status: Type.String({
+    enum: [...MOVE_STATUSES],
+    description:
+      '`moving`: a move is open (the source serves until its switch); `move_failed`: the latest move failed and the install stays where it was',
+  }),
+  server: Nullable(
+    Type.Object({ id: Uuid(), name: Type.String(), generation: Type.Integer({ minimum: 1 }) }),
+  ),
+  move: Nullable(
+    Type.Object({
+      operation_id: Uuid(),
+      status: Type.String(),
+      phase: Nullable(Type.String({ enum: ['copying', 'syncing', 'verifying', 'switched', 'rolling_back'] })),
+      source_server_id: Nullable(Uuid()),
+      target_server_id: Nullable(Uuid()),
+      cancel_requested: Type.Boolean(),
+      error: Nullable(Type.String()),
+      created_at: DateTime(),
+      completed_at: Nullable(DateTime()),
+    }),
+  ),
+});
+
+export const DrainSchema = Type.Object({
+  drain_id: Uuid(),
+  started: Type.Array(Uuid(), { description: 'Installs whose move started' }),
+  skipped: Type.Array(Type.Object({ install_id: Uuid(), reason: Type.String() }), {
+    description: 'Installs whose move could not start (drain again once the reason is gone)',
+  }),
+});
+
+export const UndrainSchema = Type.Object({
+  server: ServerSchema,
+  cancelled: Type.Integer({ minimum: 0, description: "The drain's moves that roll back" }),
+});

@@ -1,0 +1,209 @@
+import { isDeepStrictEqual } from 'node:util';
+import { DriverError, type DriverOperation, type Snapshot } from '../../drivers/driver.js';
+import type { RemoteMethod } from '../../fleet/remote-driver.js';
+import type { JobHandler } from '../../jobs/catalog.js';
+import type { OperationRow } from '../operations/operations.service.js';
+import {
+  inputOf,
+  type MovedInstall,
+  type MoveState,
+  type MovesDeps,
+  moveRef,
+  stateOf,
+} from './servers.moves.service.js';
+import * as repo from './servers.repo.js';
+
+type Where = { serverId: string; generation: number };
+type Payload = { operation_id: string };
+
+/** The step did not finish: ask again at `checkAt`. */
+class Later {
+  constructor(readonly checkAt: Date) {}
+}
+
+/** Why two snapshots of the same content differ (null: they match), decision #178. */
+export function snapshotMismatch(expected: Snapshot, got: Snapshot): string | null {
+  if (expected.file_bytes !== got.file_bytes)
+    return `files: ${got.file_bytes} bytes on the target, ${expected.file_bytes} on the source`;
+  if (!isDeepStrictEqual(expected.db_tables, got.db_tables)) return 'database: the tables differ';
+  if (expected.checksums && got.checksums && expected.checksums.database !== got.checksums.database)
+    return 'database: the checksums differ';
+  return null;
+}
+
+/**
+ * Issue 30: the move_install step job. Every run walks the steps from the start: each is a fleet call
+ * keyed `move:<operation>:<step>`, so a step already done answers its stored result and none is done
+ * twice (a worker or an agent that died resumes). Before the switch a final failure, a cancel or
+ * exhausted retries roll back (the target cleaned; the source served all along); after it, only the
+ * source's clean-up remains.
+ */
+export function createMoveJob(deps: MovesDeps) {
+  const { clock, operations, installs, calls } = deps;
+
+  function caller(op: OperationRow, install: MovedInstall) {
+    return async <T>(
+      method: RemoteMethod,
+      operation: DriverOperation,
+      step: string,
+      at: Where,
+      input: unknown,
+    ): Promise<T> => {
+      const result = await calls.askOn(
+        { method, operation, key: `move:${op.id}:${step}`, installId: install.id, input },
+        at,
+      );
+      if (!result.done) throw new Later(result.checkAt);
+      return result.value as T;
+    };
+  }
+
+  /** Records the phase (and more) under the operation's lock; false when a cancel is asked meanwhile. */
+  async function setPhase(opId: string, next: Partial<MoveState>) {
+    return operations.withLocked(opId, async (tx, locked) => {
+      const state = stateOf(locked, 'move_install');
+      if (state.cancel && state.phase !== 'switched' && next.phase !== 'rolling_back') return false;
+      await operations.setState(tx, opId, 'move_install', { ...state, ...next });
+      return true;
+    });
+  }
+
+  async function rollback(op: OperationRow, install: MovedInstall, state: MoveState, target: Where) {
+    const reason = state.rollback_reason ?? (state.cancel ? 'cancelled' : 'failed');
+    if (state.phase !== 'rolling_back')
+      await setPhase(op.id, { phase: 'rolling_back', rollback_reason: reason });
+    const ask = caller(op, install);
+    let leftover = '';
+    try {
+      await ask('deprovision', 'deprovision', 'rollback-clean', target, moveRef(install));
+    } catch (err) {
+      if (err instanceof Later) throw err;
+      if (!(err instanceof DriverError && err.final)) throw err;
+      leftover = ` (cleaning the target failed: ${err.message}; what it holds of the install is unused)`;
+    }
+    const source = state.source_server_id ?? '';
+    await operations.fail(
+      op.id,
+      `The move was rolled back (${reason}): the install stays on server ${source}, which served it throughout${leftover}`,
+      async () => ({ details: [['Target', inputOf(op, 'move_install').target_server_id]] }),
+    );
+  }
+
+  async function step(op: OperationRow) {
+    const input = inputOf(op, 'move_install');
+    const state = stateOf(op, 'move_install');
+    const install = await installs.findById(op.install_id);
+    if (!install) {
+      await operations.fail(op.id, 'The install was deleted during its move', async () => undefined);
+      return;
+    }
+    const source: Where = {
+      serverId: state.source_server_id ?? '',
+      generation: state.source_generation ?? 0,
+    };
+    const target: Where = { serverId: input.target_server_id, generation: state.target_generation ?? 0 };
+    const ask = caller(op, install);
+    const ref = moveRef(install);
+    if (state.phase === 'rolling_back' || (state.cancel && state.phase !== 'switched'))
+      return rollback(op, install, state, target);
+
+    if (state.phase !== 'switched') {
+      try {
+        // 1. A copy while the source serves; 2. the final sync (decision #177); 3. the check.
+        const first = await ask<Snapshot>('backup', 'backup', 'copy-backup', source, ref);
+        await ask('restore', 'restore', 'copy-restore', target, {
+          install: ref,
+          snapshot: first,
+          restore_database: true,
+        });
+        if (state.phase === 'copying' && !(await setPhase(op.id, { phase: 'syncing' })))
+          return step((await operations.find(op.id)) ?? op);
+        const last = await ask<Snapshot>('backup', 'backup', 'final-backup', source, ref);
+        await ask('restore', 'restore', 'final-restore', target, {
+          install: ref,
+          snapshot: last,
+          restore_database: true,
+        });
+        const check = await ask<Snapshot>('backup', 'backup', 'verify', target, ref);
+        const mismatch = snapshotMismatch(last, check);
+        if (mismatch) throw new DriverError('restore', `the target's copy does not match: ${mismatch}`, true);
+      } catch (err) {
+        if (err instanceof Later) throw err;
+        if (!(err instanceof DriverError && err.final)) throw err;
+        await setPhase(op.id, { phase: 'rolling_back', rollback_reason: err.message });
+        return rollback(op, install, { ...state, rollback_reason: err.message }, target);
+      }
+      // 4. The switch: placement to the target at generation + 1, the routing re-applied there.
+      const switched = await operations.withLocked(op.id, async (tx, locked) => {
+        const current = stateOf(locked, 'move_install');
+        if (current.cancel) return false;
+        const placement = await repo.lockPlacement(tx, install.id);
+        const there = placement?.server_id === target.serverId && placement.generation === target.generation;
+        if (!there) {
+          const moved = await repo.switchPlacement(
+            tx,
+            install.id,
+            { serverId: source.serverId, generation: source.generation },
+            target.serverId,
+            clock.now(),
+          );
+          if (!moved)
+            throw new Error(`install ${install.id} is no longer at generation ${source.generation}`);
+        }
+        await operations.setState(tx, op.id, 'move_install', { ...current, phase: 'switched' });
+        await deps.requestRouting(tx, install);
+        return true;
+      });
+      if (!switched) return step((await operations.find(op.id)) ?? op);
+    }
+    // 5. The source cleaned (its calls at the old generation are this move's only). The move is done
+    // at the switch: a clean-up that fails for good is reported, not rolled back.
+    let cleaned = 'cleaned';
+    try {
+      await ask('deprovision', 'deprovision', 'clean-source', source, ref);
+    } catch (err) {
+      if (err instanceof Later || !(err instanceof DriverError && err.final)) throw err;
+      cleaned = `not cleaned (${err.message}): remove the install's leftovers there by hand`;
+    }
+    await operations.complete(op.id, async () => ({
+      details: [
+        ['From', source.serverId],
+        ['To', target.serverId],
+        ['Source', cleaned],
+      ],
+    }));
+  }
+
+  const job: JobHandler<Payload> = {
+    async run({ operation_id }) {
+      const op = await operations.begin(operation_id);
+      if (!op) return;
+      try {
+        await step(op);
+      } catch (err) {
+        if (err instanceof Later) return operations.waitUntil(op, err.checkAt);
+        throw err;
+      }
+    },
+    /**
+     * Retries used up: before the switch the move rolls back (a new step job runs it); a rollback or
+     * a clean-up that keeps failing ends the operation failed, saying where the install is.
+     */
+    async exhausted({ operation_id }, error) {
+      const op = await operations.find(operation_id);
+      if (!op || op.status === 'completed' || op.status === 'failed') return;
+      const state = stateOf(op, 'move_install');
+      if (state.phase !== 'switched' && state.phase !== 'rolling_back') {
+        await setPhase(op.id, { phase: 'rolling_back', rollback_reason: error.slice(0, 1000) });
+        await operations.waitUntil(op, clock.now());
+        return;
+      }
+      const where =
+        state.phase === 'switched'
+          ? `the install was moved to server ${inputOf(op, 'move_install').target_server_id} and serves there; cleaning the source failed: ${error}`
+          : `the install stays on server ${state.source_server_id}; cleaning the target failed: ${error}`;
+      await operations.fail(op.id, `The move ended: ${where}`, async () => undefined);
+    },
+  };
+  return job;
+}
