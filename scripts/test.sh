@@ -184,13 +184,19 @@ report_times() {
         $1, ($2 - t0) / 1000, ($3 - t0) / 1000, ($3 - $2) / 1000, $4, $5 }' "$timings/phases"
     printf '%-18s %5.0f s   (load average at the end: %s)\n' "total" \
       $((($(date +%s%3N) - run_start) / 1000)) "$(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null)"
+    # The CPU of every process this run started and waited for (the daemons it started are not in it).
+    times >"$timings/times"
+    echo "CPU of the run's own processes: $(tail -n 1 "$timings/times") (user, system)"
   fi
   [ -s "$timings/files" ] || return 0
   for db in pglite postgres; do
     grep -q "	${db}	" "$timings/files" || continue
-    echo "-- slowest test files on ${db} (wall s, CPU s of the test process, result, file)"
-    awk -F '\t' -v db="$db" '$4 == db { printf "%6s %6s  %s  %s\n", $1, $2, $3, $5 }' "$timings/files" |
+    echo "-- slowest test files on ${db} (wall s, CPU s of the test process, of its children, result, file)"
+    awk -F '\t' -v db="$db" '$4 == db { printf "%6s %6s %6s  %s  %s\n", $1, $2, $6, $3, $5 }' "$timings/files" |
       sort -rn | head -n "${TEST_TIMINGS_TOP:-15}"
+    awk -F '\t' -v db="$db" '$4 == db { own += $2; kids += $6 } END {
+      printf "   (all files on %s: %.0f CPU s in the test processes, %.0f in their children)\n", db, own, kids }' \
+      "$timings/files"
   done
   echo "(logs: ${logdir})"
 }

@@ -8,7 +8,7 @@
 // output of every failed file.
 // Environment: TEST_CONCURRENCY (files at once, default 4), TEST_LOG_DIR (where <db>.log are
 // written; default a temporary directory), TEST_TIMINGS (a file receiving one line per file:
-// "<wall s>\t<cpu s>\t<passed|failed>\t<db>\t<file>"), TEST_PHASES (a file receiving one line per
+// "<wall s>\t<cpu s>\t<passed|failed>\t<db>\t<file>\t<children cpu s>"), TEST_PHASES (a file receiving one line per
 // database: "<db>\t<start epoch ms>\t<end epoch ms>\t<passed|failed>\t<load average at its end>"),
 // TEST_VERBOSE=1 (print every
 // file's whole output when it ends, not only failed ones').
@@ -204,7 +204,9 @@ function runJob(job: Job): Promise<void> {
     child.on('close', (code, signal) => {
       const wall = (performance.now() - started) / 1000;
       const output = unbundle(Buffer.concat(chunks).toString());
-      const cpu = fs.existsSync(usageFile) ? Number(fs.readFileSync(usageFile, 'utf8')) : Number.NaN;
+      const [cpu, children] = (fs.existsSync(usageFile) ? fs.readFileSync(usageFile, 'utf8') : '')
+        .split(' ')
+        .map((n) => (n ? Number(n) : Number.NaN)) as [number, number];
       const passed = code === 0 && count(output, 'fail') === 0;
       phase.end = Date.now();
       phase.load = os
@@ -215,12 +217,12 @@ function runJob(job: Job): Promise<void> {
       const header = `── ${job.db} ${job.file}: ${passed ? 'passed' : `FAILED (exit ${signal ?? code})`}, ${wall.toFixed(1)} s`;
       fs.appendFileSync(logs.get(job.db) as string, `${header}\n${output}\n`);
       timings.push(
-        `${wall.toFixed(1)}\t${cpu.toFixed(1)}\t${passed ? 'passed' : 'failed'}\t${job.db}\t${job.file}`,
+        `${wall.toFixed(1)}\t${cpu.toFixed(1)}\t${passed ? 'passed' : 'failed'}\t${job.db}\t${job.file}\t${children.toFixed(1)}`,
       );
       done++;
       console.log(
         `${passed ? '✔' : '✖'} [${done}/${total}] ${job.db.padEnd(8)} ${job.file} ` +
-          `(${count(output, 'pass')} passed, ${count(output, 'fail')} failed, ${wall.toFixed(1)} s, ${cpu.toFixed(1)} s CPU)`,
+          `(${count(output, 'pass')} passed, ${count(output, 'fail')} failed, ${wall.toFixed(1)} s, ${cpu.toFixed(1)} s CPU, ${children.toFixed(1)} s CPU of its children)`,
       );
       if (verbose) console.log(output);
       if (!passed) failures.push({ job, output });
