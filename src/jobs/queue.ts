@@ -1,6 +1,7 @@
 import type PgBoss from 'pg-boss';
 import type { JobsConfig } from '../config.js';
 import type { Database } from '../db/client.js';
+import { readyQueues } from './boss.repo.js';
 import { JOBS, type JobSpec } from './catalog.js';
 import { bossDbOf } from './queue.adapters.js';
 import type { QueueContext } from './queue.context.js';
@@ -81,6 +82,9 @@ export function createJobQueue({ database, jobs, databaseUrl, specs = JOBS, onEr
     ...settling(ctx),
     ...leasing(ctx),
     ...serverQueues(ctx),
+
+    /** The queues among `names` with a job ready to be fetched now (boss.repo.ts). */
+    readyQueues: (names: string[]) => readyQueues(database.db, names),
 
     /** Runs pg-boss maintenance now: jobs active past their expiry are retried (a dead worker's). */
     async expireNow() {

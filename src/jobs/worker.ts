@@ -213,7 +213,8 @@ export function createJobRunner({ queue, handlers, sweep, log, workerId, outage 
 export type JobRunner = ReturnType<typeof createJobRunner>;
 
 export interface WorkerDeps extends Omit<RunnerDeps, 'workerId'> {
-  queue: RunnerDeps['queue'] & Pick<JobQueue, 'listen' | 'specOf' | 'register' | 'heartbeat' | 'reap'>;
+  queue: RunnerDeps['queue'] &
+    Pick<JobQueue, 'listen' | 'specOf' | 'register' | 'heartbeat' | 'reap' | 'readyQueues'>;
   config: JobsConfig;
 }
 
@@ -288,7 +289,36 @@ export function createWorker(deps: WorkerDeps) {
       const full = inflight.size >= concurrency;
       // A full batch means more may be waiting: fetch again at once.
       if (fetched > 0 && fetched === free && !full) continue;
-      await sleep(name, wait, inflight, full);
+      // An idle queue sleeps until a NOTIFY or the prober (below) says it has work; the long
+      // fallback only covers a prober that itself could not run.
+      await sleep(
+        name,
+        fetched === 0 && wait === config.pollIntervalMs ? idleFallbackMs : wait,
+        inflight,
+        full,
+      );
+    }
+  }
+
+  /**
+   * The fallback poll for every queue at once: one statement a poll interval names the queues with a
+   * job ready now (a retry whose back-off passed, a NOTIFY lost while the connection was away), and
+   * only their loops fetch. Before, each of the ~40 loops fetched its own queue every interval: most
+   * of an idle process's CPU (decisions.md).
+   */
+  const PROBER = '\0prober';
+  const idleFallbackMs = Math.max(config.pollIntervalMs * 15, 30_000);
+  async function probeLoop(names: string[]) {
+    while (!stopping) {
+      let wait = config.pollIntervalMs;
+      try {
+        for (const name of await queue.readyQueues(names)) wake(name);
+        outage.ok('probe');
+      } catch (err) {
+        wait = Math.max(wait, outage.failed('probe', err));
+      }
+      if (stopping) break;
+      await sleep(PROBER, wait, new Set(), false);
     }
   }
 
@@ -331,11 +361,13 @@ export function createWorker(deps: WorkerDeps) {
     async start() {
       await lease.start();
       unlisten = await queue.listen(wake);
-      for (const name of queue.queueNames()) {
+      const names = queue.queueNames();
+      for (const name of names) {
         const spec = queue.specOf(name);
         loops.push(loop(name, spec?.concurrency ?? 1));
       }
       loops.push(sweepLoop());
+      loops.push(probeLoop(names));
     },
 
     /** Drains: stop fetching; running jobs get `drainMs` to finish, then are released for a retry. */

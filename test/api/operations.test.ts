@@ -140,6 +140,8 @@ describe('getOperation and listInstallOperations (Hostplane extension)', () => {
       'purgeCache',
       'createSiteTransfer',
       'createDomainCertificateOrder',
+      // Issue 30: an install's move to another hosting server (admin).
+      'adminMoveInstall',
     ];
     // Issue 22: a webhook ping or redelivery answers 202 with the queued delivery (its own record,
     // followed in the endpoint's delivery log), not an operation.
