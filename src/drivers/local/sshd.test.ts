@@ -3,7 +3,10 @@ import { describe, it } from 'node:test';
 import {
   fingerprintOf,
   installIdRange,
+  isLogin,
   parseSshdLine,
+  RESERVED_LOGINS,
+  sftpCommand,
   sshdConfigText,
   sshdDoctorChecks,
   sshdPaths,
@@ -74,13 +77,54 @@ describe('sshd (issue 31)', () => {
       'PermitTunnel no',
       'ChrootDirectory /srv/hp/sshd/chroot/%u',
       'ForceCommand internal-sftp -d /public -u 027',
-      `AllowUsers hp${'?'.repeat(30)}`,
+      'DenyUsers root hpsshauth',
+      'PermitTTY no',
     ])
       assert.ok(text.split('\n').includes(line), line);
     assert.match(
       text,
-      /^AuthorizedKeysCommand \/usr\/bin\/curl -q -sf .*--unix-socket \/srv\/hp\/sshd\/auth\/keys\.sock /m,
+      /^AuthorizedKeysCommand \/usr\/bin\/curl -q -sf .*--unix-socket \/srv\/hp\/sshd\/auth\/keys\.sock .*--data-urlencode uid=%U /m,
     );
+  });
+
+  it('issue 31 (decision 186): SSH_SHELLS=on drops the chroot and the forced command (each key line decides), never forwarding', () => {
+    const lines = sshdConfigText(sshdPaths('/srv/hp'), {
+      port: 2222,
+      address: '127.0.0.1',
+      shells: true,
+    }).split('\n');
+    for (const line of [
+      'PermitTTY yes',
+      'DisableForwarding yes',
+      'AllowTcpForwarding no',
+      'PermitTunnel no',
+      'Subsystem sftp internal-sftp -u 027',
+    ])
+      assert.ok(lines.includes(line), line);
+    assert.equal(lines.filter((l) => /^(ChrootDirectory|ForceCommand)/.test(l)).length, 0);
+  });
+
+  it('issue 31 (decision 185): a login is an install name or an install user, nothing else; system account names are reserved', () => {
+    for (const ok of ['myblog', 'abc', `a${'b'.repeat(13)}`, `hp${'0'.repeat(30)}`])
+      assert.ok(isLogin(ok), ok);
+    for (const bad of [
+      'ab',
+      '1abc',
+      'My',
+      `a${'b'.repeat(14)}`,
+      'www-data',
+      'a.b',
+      '',
+      `hp${'0'.repeat(31)}`,
+    ])
+      assert.equal(isLogin(bad), false, bad);
+    for (const name of ['root', 'mysql', 'redis', 'postgres', 'hpsshauth', 'sshd', 'nobody'])
+      assert.ok(RESERVED_LOGINS.has(name), name);
+    assert.equal(
+      sftpCommand('/srv/hp/installs/hp_0/public'),
+      'internal-sftp -d /srv/hp/installs/hp_0/public -u 027',
+    );
+    assert.throws(() => sftpCommand('/srv/a b'));
   });
 
   it('hostplane doctor with SSH_PORT: sshd, ssh-keygen and curl with their packages, and the chroot rule (a HOSTING_ROOT under /tmp fails it)', async () => {
