@@ -137,11 +137,13 @@ describe('SSH shells for owners and full users (issue 31, SSH_SHELLS=on)', {
       .trim()
       .split('\n')
       .filter(Boolean);
-  async function assertNothingEscaped(what: string) {
+  /** `allowed`: a setuid file the tenant itself made in its own tree (its own uid, never root's). */
+  async function assertNothingEscaped(what: string, allowed: string[] = []) {
+    for (const file of allowed) assert.notEqual((await fs.stat(file)).uid, 0, `${what}: ${file} is root's`);
     assert.deepEqual(await checksums(watched), watchedSums, `${what}: the watched directory changed`);
     assert.equal((await fs.readFile(canary, 'utf8')).trim(), canaryText, `${what}: the canary was written`);
     assert.deepEqual(canaryHolders(), [], `${what}: the canary's content reached a tree`);
-    assert.deepEqual(setIdFiles(), [], `${what}: a setuid/setgid file under HOSTING_ROOT`);
+    assert.deepEqual(setIdFiles(), allowed, `${what}: a setuid/setgid file under HOSTING_ROOT`);
   }
 
   let w: Awaited<ReturnType<typeof readyWorld>>;
@@ -190,7 +192,7 @@ describe('SSH shells for owners and full users (issue 31, SSH_SHELLS=on)', {
       nameA,
       ['bash', '-s'],
       [],
-      `CFG=${path.join(pathsA.public, 'wp-config.php')}\n${READ_DB}\nmysql -h "$H" -P "$P" -u "$U" -p"$PW" "$N" -N -e 'select count(*) > 0 from wp_options'\n`,
+      `export CFG=${path.join(pathsA.public, 'wp-config.php')}\n${READ_DB}\nmysql -h "$H" -P "$P" -u "$U" -p"$PW" "$N" -N -e 'select count(*) > 0 from wp_options'\n`,
     );
     assert.equal(db.code, 0, db.stderr);
     assert.equal(db.stdout.trim(), '1', 'the MariaDB client reads its own database');
@@ -282,7 +284,7 @@ describe('SSH shells for owners and full users (issue 31, SSH_SHELLS=on)', {
       nameA,
       ['bash', '-s'],
       [],
-      `CFG=${path.join(pathsA.public, 'wp-config.php')}\n${READ_DB}\nmysql -h "$H" -P "$P" -u "$U" -p"$PW" ${account.db_name} -N -e 'select 1 from wp_options limit 1' 2>&1; echo "exit $?"\n`,
+      `export CFG=${path.join(pathsA.public, 'wp-config.php')}\n${READ_DB}\nmysql -h "$H" -P "$P" -u "$U" -p"$PW" ${account.db_name} -N -e 'select 1 from wp_options limit 1' 2>&1; echo "exit $?"\n`,
     );
     assert.match(db.stdout, /Access denied/);
     assert.doesNotMatch(db.stdout, /exit 0/);
@@ -323,7 +325,9 @@ describe('SSH shells for owners and full users (issue 31, SSH_SHELLS=on)', {
       notification_emails: [],
     });
     await completed(client, backup, 'backup');
-    await assertNothingEscaped('backup');
+    const own = path.join(pathsA.public, 'wp-content', 'sh');
+    assert.equal((await fs.stat(own)).uid, uidA, 'the setuid file is A’s own');
+    await assertNothingEscaped('backup', [own]);
     await completed(
       client,
       await client.post(`/v1/installs/${A}/backups/${backup.body.id}/restore`, {

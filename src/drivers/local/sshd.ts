@@ -136,7 +136,8 @@ ${
   config.shells
     ? `# SSH_SHELLS=on: no chroot (a shell needs the system's programs); each key's options decide
 # (restrict,pty for owners and full users; restrict,command="internal-sftp ..." for the others).
-Subsystem sftp internal-sftp -u 027`
+# SFTP starts in the document root: the home is the install's private/ directory, its sibling.
+Subsystem sftp internal-sftp -d %d/../public -u 027`
     : `ChrootDirectory ${paths.chroot}/%u
 ForceCommand ${SFTP_COMMAND}
 Subsystem sftp ${SFTP_COMMAND}`
@@ -320,6 +321,9 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
       }
       await startDaemon(SSHD, ['-f', paths.config, '-E', paths.log], `${paths.log}.start`, paths.pid);
     },
+
+    /** The live sshd's pid, or null. */
+    running: () => livePid(paths.pid),
 
     /** Stops sshd (its open sessions end with it). */
     stop: () => signalDaemon(paths.pid, 'SIGTERM'),
@@ -530,32 +534,46 @@ export function parseSshdLine(line: string): SshdLogEvent | null {
 /**
  * Reads what sshd appended to its log since the last call (from the start when `fromStart`, else
  * from the end at the first call); a log that shrank (truncated) is read again from its start.
+ * With `rotateAt` (bytes), a log read to its end that is larger is copied to `<log>.1` (the previous
+ * copy replaced) and truncated in place: sshd and its sessions' monitors append to it (`-E` opens it
+ * O_APPEND), so they go on writing at its new end and no process needs a signal.
  */
-export function createLogFollower(file: string, fromStart: boolean) {
+export function createLogFollower(file: string, fromStart: boolean, rotateAt: number | null = null) {
   let offset: number | null = fromStart ? 0 : null;
   let rest = '';
   return async function read(): Promise<SshdLogEvent[]> {
-    const handle = await fs.open(file, 'r').catch(() => null);
+    const handle = await fs.open(file, rotateAt === null ? 'r' : 'r+').catch(() => null);
     if (!handle) return [];
     try {
-      const { size } = await handle.stat();
+      let { size } = await handle.stat();
       if (offset === null) offset = size;
       if (size < offset) {
         offset = 0;
         rest = '';
       }
       const events: SshdLogEvent[] = [];
-      while (offset < size) {
-        const chunk = Buffer.alloc(Math.min(size - offset, 1 << 20));
-        const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
-        if (bytesRead === 0) break;
-        offset += bytesRead;
-        const lines = (rest + chunk.subarray(0, bytesRead).toString('utf8')).split('\n');
-        rest = (lines.pop() ?? '').slice(-4096);
-        for (const line of lines) {
-          const event = parseSshdLine(line.replace(/\r$/, ''));
-          if (event) events.push(event);
+      for (;;) {
+        while (offset < size) {
+          const chunk = Buffer.alloc(Math.min(size - offset, 1 << 20));
+          const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
+          if (bytesRead === 0) break;
+          offset += bytesRead;
+          const lines = (rest + chunk.subarray(0, bytesRead).toString('utf8')).split('\n');
+          rest = (lines.pop() ?? '').slice(-4096);
+          for (const line of lines) {
+            const event = parseSshdLine(line.replace(/\r$/, ''));
+            if (event) events.push(event);
+          }
         }
+        if (rotateAt === null || offset < rotateAt || rest !== '') break;
+        await fs.copyFile(file, `${file}.1.tmp`);
+        await fs.rename(`${file}.1.tmp`, `${file}.1`);
+        // Only what was read is dropped: a line appended meanwhile is read first, then the check again.
+        size = (await handle.stat()).size;
+        if (size > offset) continue;
+        await handle.truncate(0);
+        offset = 0;
+        break;
       }
       return events;
     } finally {
@@ -592,4 +610,94 @@ export async function sshdDoctorChecks(
       debianPackage: null,
     },
   ]);
+}
+
+/**
+ * `hostplane doctor` (not at a start, which writes and starts all of it): whether Hostplane's sshd
+ * runs from its pid file, whether its written configuration passes `sshd -t`, and whether SSH_PORT
+ * answers with its host key (another server on the port would answer with another). Warnings only,
+ * except a configuration sshd refuses or a port held by another server.
+ */
+export async function sshdRuntimeChecks(
+  hostingRoot: string,
+  config: SshdConfig,
+  probe: {
+    output(command: string, args: string[]): Promise<string>;
+    exists(path: string): boolean;
+    readText(path: string): string | null;
+  },
+): Promise<{ name: string; ok: boolean; detail: string; debianPackage: string | null; warning?: boolean }[]> {
+  const paths = sshdPaths(hostingRoot);
+  const checks: {
+    name: string;
+    ok: boolean;
+    detail: string;
+    debianPackage: string | null;
+    warning?: boolean;
+  }[] = [];
+  const name = `sshd configuration (${paths.config})`;
+  if (!probe.exists(paths.config))
+    checks.push({
+      name,
+      ok: false,
+      warning: true,
+      detail: 'not written yet (hostplane serve writes it)',
+      debianPackage: null,
+    });
+  else
+    checks.push(
+      await probe.output(SSHD, ['-t', '-f', paths.config]).then(
+        () => ({ name, ok: true, detail: 'sshd -t: valid', debianPackage: null }),
+        (err: Error) => ({
+          name,
+          ok: false,
+          detail: `sshd -t: ${err.message.slice(0, 300)}`,
+          debianPackage: null,
+        }),
+      ),
+    );
+  const pid = Number(probe.readText(paths.pid)?.trim());
+  const cmdline = pid > 1 ? probe.readText(`/proc/${pid}/cmdline`)?.split('\0') : undefined;
+  const running = Boolean(cmdline?.[0] === SSHD && cmdline.includes(paths.config));
+  checks.push(
+    running
+      ? { name: 'sshd running (SSH_PORT)', ok: true, detail: `pid ${pid}`, debianPackage: null }
+      : {
+          name: 'sshd running (SSH_PORT)',
+          ok: false,
+          warning: true,
+          detail: `no live sshd of ours in ${paths.pid} (hostplane serve starts it; it outlives Hostplane)`,
+          debianPackage: null,
+        },
+  );
+  const address =
+    config.address === '0.0.0.0' ? '127.0.0.1' : config.address === '::' ? '::1' : config.address;
+  const ours = probe.readText(`${paths.hostKey}.pub`)?.trim().split(/\s+/)[1];
+  const port = `port ${config.address}:${config.port} (SSH_PORT)`;
+  const scanned = await probe
+    .output('ssh-keyscan', ['-T', '3', '-t', 'ed25519', '-p', String(config.port), address])
+    .catch(() => '');
+  const key = scanned
+    .split('\n')
+    .find((l) => l.includes('ssh-ed25519'))
+    ?.trim()
+    .split(/\s+/)[2];
+  if (!key)
+    checks.push({
+      name: port,
+      ok: false,
+      warning: !running,
+      detail: running ? 'sshd runs but nothing answers SSH on the port' : 'nothing answers SSH on the port',
+      debianPackage: null,
+    });
+  else if (ours && key === ours)
+    checks.push({ name: port, ok: true, detail: 'answers with Hostplane’s host key', debianPackage: null });
+  else
+    checks.push({
+      name: port,
+      ok: false,
+      detail: 'another SSH server answers on the port (not Hostplane’s host key): choose another SSH_PORT',
+      debianPackage: null,
+    });
+  return checks;
 }

@@ -35,6 +35,8 @@ const KEY_TYPE = /^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa)$/;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const MAX_BODY = 16_384;
 const REAP_EVERY_MS = 2000;
+/** sshd's log is copied to sshd.log.1 and emptied past this size (about 40,000 logins). */
+const LOG_ROTATE_BYTES = 16 << 20;
 
 type Decision = {
   allowed: boolean;
@@ -218,6 +220,11 @@ export function createSshAccessService({
     if (running) return;
     running = true;
     try {
+      // Like nginx and PHP-FPM, sshd outlives Hostplane; one that died is started again here.
+      if (!(await sshd.running())) {
+        log('ssh gateway: sshd was not running; starting it');
+        await sshd.start();
+      }
       await followLog();
       await reap();
       await syncLogins();
@@ -237,11 +244,13 @@ export function createSshAccessService({
     async start(): Promise<void> {
       if (server) return;
       await syncLogins().catch((err: unknown) => log('ssh gateway: the login sync failed', err));
-      // Open sessions from before this process: their keys are in the log (no audit events again).
-      const all = createLogFollower(sshd.paths.log, true);
-      for (const event of await all()) track(event);
-      lastAccepted = null;
-      follow = createLogFollower(sshd.paths.log, false);
+      // Open sessions from before this process: their keys are in the log and the copy its last
+      // rotation left (no audit events again).
+      for (const file of [`${sshd.paths.log}.1`, sshd.paths.log]) {
+        for (const event of await createLogFollower(file, true)()) track(event);
+        lastAccepted = null;
+      }
+      follow = createLogFollower(sshd.paths.log, false, LOG_ROTATE_BYTES);
       await follow();
       const srv = http.createServer((req, res) => {
         if (req.method !== 'POST' || req.url !== '/ssh/keys') {
