@@ -1,18 +1,18 @@
 // test-db: postgres (the subject is Hostplane's sshd, the install users and MariaDB, not the control plane's database: docs/decisions.md #112)
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { KEYS_USER, type Sshd } from '../../src/drivers/local/sshd.js';
+import type { Sshd } from '../../src/drivers/local/sshd.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Client, type Json, type Res } from '../support/harness.js';
 import { operationOf, readyInstall, readyWorld } from '../support/jobs.js';
 import { checksums, type LocalDriverProbe, localHosting } from '../support/local-hosting.js';
-import { sshClient, within } from '../support/ssh-client.js';
+import { clientOptions, sshClient, within } from '../support/ssh-client.js';
 import { freePort, stopWebTier, userOf } from '../support/web-tier.js';
 
 // Issue 31 with SSH_SHELLS=on (decisions 185, 186): owners and full users get a shell and commands as
@@ -93,9 +93,8 @@ describe('SSH shells for owners and full users (issue 31, SSH_SHELLS=on)', {
     await sshd.stop();
     await stopWebTier(path.join(host.root, 'web'), installIds);
     await within(3000, () => !existsSync(sshd.paths.pid));
-    try {
-      execFileSync('userdel', [KEYS_USER], { stdio: 'ignore' });
-    } catch {}
+    // The key lookup's account `hpsshauth` stays (a system account, as a package's would): another
+    // file's sshd may be asking with it right now.
     await t.close();
     await host.cleanup();
     await fs.rm(keysDir, { recursive: true, force: true });
@@ -217,7 +216,7 @@ describe('SSH shells for owners and full users (issue 31, SSH_SHELLS=on)', {
     assert.match(shell.stdout, /SHELL-42 \/dev\/pts/);
   });
 
-  it('issue 31: a partial user gets SFTP only (in the document root): no command, no pty, no rsync -e or git --upload-pack trick', async () => {
+  it('issue 31: a partial user gets SFTP only (in the document root): no command, no pty, no rsync -e or git --upload-pack trick; the install user’s own name is SFTP only', async () => {
     const put = await sftp(partialKey.file, nameA, 'pwd\nls wp-config.php\n');
     assert.equal(put.code, 0, put.stderr);
     assert.match(put.stdout, new RegExp(`Remote working directory: ${pathsA.public}`));
@@ -263,6 +262,13 @@ describe('SSH shells for owners and full users (issue 31, SSH_SHELLS=on)', {
     assert.notEqual(git, 0);
     for (const planted of ['/tmp/hp-rsync-pwned', '/tmp/hp-git-pwned'])
       assert.equal(existsSync(planted), false, planted);
+    // The install user's own name (hp + 30 hex: the pool's nologin account) is SFTP only, even for the owner.
+    const sys = userOf(w.install.id);
+    const ownerBySys = await ssh(ownerKey.file, sys, ['echo RAN-$((6*7))'], ['-T']);
+    assert.doesNotMatch(ownerBySys.stdout, /RAN-42/);
+    const listed = await sftp(ownerKey.file, sys, 'pwd\n');
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, new RegExp(`Remote working directory: ${pathsA.public}`));
   });
 
   it('issue 31 escape matrix from A’s shell: B’s wp-config.php, B’s PHP-FPM socket, B’s database with A’s credentials, ssh -L and -W to 127.0.0.1:3306: each refused', async () => {
@@ -303,6 +309,49 @@ describe('SSH shells for owners and full users (issue 31, SSH_SHELLS=on)', {
     // B's owner reaches B, not A, by name.
     assert.equal((await ssh(ownerBKey.file, nameB, ['true'])).code, 0);
     assert.notEqual((await ssh(ownerBKey.file, nameA, ['true'])).code, 0);
+  });
+
+  it('issue 31 revocation of a shell: a full user removed from the account: its running command and the session end within 10 s', async () => {
+    const full = await f.user([{ account_id: w.account.id, roles: 'full' }]);
+    const key = await register(full.client, 'full');
+    const marker = `hp-revoke-${randomBytes(4).toString('hex')}`;
+    const child = spawn(
+      'ssh',
+      [
+        ...clientOptions(key.file),
+        '-p',
+        String(sshPort),
+        `${nameA}@127.0.0.1`,
+        `exec -a ${marker} sleep 300`,
+      ],
+      { stdio: 'ignore', env: { PATH: '/usr/bin:/bin' } },
+    );
+    let exited = false;
+    child.on('exit', () => {
+      exited = true;
+    });
+    const running = () => {
+      try {
+        return (
+          execFileSync('pgrep', ['-u', String(uidA), '-f', marker])
+            .toString()
+            .trim() !== ''
+        );
+      } catch {
+        return false;
+      }
+    };
+    try {
+      assert.ok(await within(15_000, running), 'the command runs as A’s user');
+      const started = Date.now();
+      const gone = await w.owner.client.delete(`/v1/accounts/${w.account.id}/account_users/${full.userId}`);
+      assert.equal(gone.status, 204, JSON.stringify(gone.body));
+      assert.ok(await within(10_000, () => exited && !running()), 'the session and its command ended');
+      console.log(`shell revocation to end: ${Date.now() - started} ms`);
+      assert.notEqual((await ssh(key.file, nameA, ['true'])).code, 0);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 
   it('issue 31 with issue 28: a wp-config.php linked to a root-only file, a setuid file (over SFTP) and a FIFO (from the shell), then backup, restore, copy and deprovision: nothing escapes', async () => {

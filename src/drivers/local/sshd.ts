@@ -246,9 +246,13 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
   }
 
   async function ensureKeysUser(signal: AbortSignal) {
+    const exists = () =>
+      output('id', ['-u', KEYS_USER], signal).then(
+        () => true,
+        () => false,
+      );
+    if (await exists()) return;
     try {
-      await output('id', ['-u', KEYS_USER], signal);
-    } catch {
       await run(
         'useradd',
         [
@@ -263,6 +267,9 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
         ],
         { signal, env: TOOL_ENV },
       );
+    } catch (err) {
+      // Another Hostplane on this machine made it meanwhile (useradd: already exists).
+      if (!(await exists())) throw err;
     }
   }
 
@@ -410,6 +417,9 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
       }
       for (const entry of passwd.values()) {
         if (!entry.comment.startsWith(MARKER) || !NAME_LOGIN.test(entry.name) || entry.uid === 0) continue;
+        // Only this HOSTING_ROOT's entries (their home is one of its installs): another Hostplane's
+        // on the same machine (a test file, a second instance) is that one's to keep.
+        if (!entry.home.startsWith(`${installsDir}/`)) continue;
         if (wantedBySlug.get(entry.comment.slice(MARKER.length)) !== entry.name)
           await removeLogin(entry.name, signal);
       }

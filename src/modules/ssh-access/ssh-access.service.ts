@@ -135,7 +135,9 @@ export function createSshAccessService({
     const owner = (await readPasswd()).get(systemUser(decision.installId));
     if (!owner || owner.uid === 0 || owner.uid !== Number(uid)) return '';
     if (!sshd.shells) await sshd.ensureChroot(decision.installId, login);
-    return `${sshd.keyOptions(decision.installId, decision.fullAccess)} ${type} ${key}\n`;
+    // The install user's own name (`hp` + 30 hex) has no shell (nologin, its pool's account): SFTP only.
+    const shell = decision.fullAccess && !SYSTEM_LOGIN.test(login);
+    return `${sshd.keyOptions(decision.installId, shell)} ${type} ${key}\n`;
   }
 
   async function record(event: Extract<SshdLogEvent, { kind: 'accepted' | 'refused' }>): Promise<void> {
