@@ -103,8 +103,10 @@ try {
   await register(w.owner.client, (await fs.readFile(`${ownerKey}.pub`, 'utf8')).trim());
   for (let made = 1; made < KEYS; ) {
     const member = await f.user([{ account_id: w.account.id, roles: 'full' }]);
+    const batch: Promise<string>[] = [];
     for (let i = 0; i < PER_USER && made < KEYS; i++, made++)
-      await register(member.client, publicLine(`bench-${made}`));
+      batch.push(register(member.client, publicLine(`bench-${made}`)));
+    await Promise.all(batch);
   }
   const seedSeconds = (performance.now() - seedStart) / 1000;
 
