@@ -300,17 +300,21 @@ describe('loadConfig', () => {
     ]);
   });
 
-  it('issue 31: SSH_PORT turns on SFTP (local driver with LOCAL_WEB=on only), SSH_ADDRESS an IP', () => {
+  it('issue 31: SSH_PORT turns on SFTP (local driver with LOCAL_WEB=on only), SSH_ADDRESS an IP, SSH_SHELLS on/off', () => {
     const web = { HOSTING_DRIVER: 'local', LOCAL_WEB: 'on' };
     assert.equal(loadConfig(web).driver.local?.ssh, null);
     assert.deepEqual(loadConfig({ ...web, SSH_PORT: '2222' }).driver.local?.ssh, {
       port: 2222,
       address: '0.0.0.0',
+      shells: false,
     });
     assert.deepEqual(loadConfig({ ...web, SSH_PORT: '2222', SSH_ADDRESS: '::1' }).driver.local?.ssh, {
       port: 2222,
       address: '::1',
+      shells: false,
     });
+    assert.equal(loadConfig({ ...web, SSH_PORT: '2222', SSH_SHELLS: 'on' }).driver.local?.ssh?.shells, true);
+    assert.deepEqual(problemsOf({ ...web, SSH_SHELLS: 'on' }), ['SSH_SHELLS=on needs SSH_PORT']);
     assert.deepEqual(problemsOf({ ...web, SSH_PORT: '70000', SSH_ADDRESS: 'example.com' }), [
       'SSH_PORT must be an integer from 1 to 65535 (got "70000")',
       'SSH_ADDRESS must be an IP address',

@@ -212,8 +212,9 @@ export interface LocalDriverConfig {
   /**
    * Issue 31: `SSH_PORT`, default unset (off): Hostplane's own OpenSSH server (drivers/local/sshd.ts)
    * serves SFTP to each install on this port, at `SSH_ADDRESS` (default `0.0.0.0`). Needs `LOCAL_WEB=on`.
+   * `SSH_SHELLS=on` (default off, decision 186): owners and full users get a shell as the install's user.
    */
-  readonly ssh: { readonly port: number; readonly address: string } | null;
+  readonly ssh: { readonly port: number; readonly address: string; readonly shells: boolean } | null;
   /** Issue 21: certificate orders through ACME (RFC 8555). */
   readonly acme: {
     /** `ACME_DIRECTORY_URL`, default Let's Encrypt's production directory (https only). */
@@ -564,12 +565,16 @@ function fleetVars(env: Env, dataDir: string, problems: string[]): FleetConfig {
 
 /** Issue 31: SSH_PORT (unset: no SSH) and SSH_ADDRESS; SFTP serves what the web tier provisions. */
 function sshVars(env: Env, web: boolean, problems: string[]): LocalDriverConfig['ssh'] {
-  if (!env.SSH_PORT) return null;
+  if (!env.SSH_PORT) {
+    if (env.SSH_SHELLS === 'on') problems.push('SSH_SHELLS=on needs SSH_PORT');
+    return null;
+  }
   const port = intVar(env, 'SSH_PORT', 0, 1, 65535, problems);
+  const shells = enumVar(env, 'SSH_SHELLS', ['off', 'on'] as const, 'off', problems) === 'on';
   const address = env.SSH_ADDRESS || '0.0.0.0';
   if (!isIP(address)) problems.push('SSH_ADDRESS must be an IP address');
   if (!web) problems.push('SSH_PORT needs LOCAL_WEB=on (SFTP serves the installs the web tier provisions)');
-  return Object.freeze({ port, address });
+  return Object.freeze({ port, address, shells });
 }
 
 /** The HTTP server's limits: the headers' and the drain's budgets fit in the whole request's. */

@@ -7,7 +7,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { KEYS_USER, type Sshd } from '../../src/drivers/local/sshd.js';
+import type { Sshd } from '../../src/drivers/local/sshd.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Json } from '../support/harness.js';
 import { readyInstall, readyWorld } from '../support/jobs.js';
@@ -108,10 +108,8 @@ describe('SSH and SFTP to installs (issue 31)', {
     for (const dir of planted) await fs.rm(dir, { recursive: true, force: true });
     await stopWebTier(path.join(host.root, 'web'), installIds);
     await within(3000, async () => !existsSync(sshd.paths.pid) || !(await sshdRunning()));
-    // The key lookup's account (sshd.ts makes it at start, as a package would at install).
-    try {
-      execFileSync('userdel', [KEYS_USER], { stdio: 'ignore' });
-    } catch {}
+    // The key lookup's account `hpsshauth` stays (a system account, as a package's would): another
+    // file's sshd may be asking with it right now.
     await t.close();
     await host.cleanup();
     await fs.rm(keysDir, { recursive: true, force: true });
@@ -203,6 +201,7 @@ describe('SSH and SFTP to installs (issue 31)', {
   let loginA: string;
   let loginA2: string;
   let loginB: string;
+  let sysA: string;
   let cnameA: string;
   let ownerKey: Awaited<ReturnType<typeof keygen>>;
   before(async () => {
@@ -215,11 +214,9 @@ describe('SSH and SFTP to installs (issue 31)', {
       const res = await w.owner.client.get(`/v1/installs/${id}`);
       if (res.status === 200) assert.equal(res.body.status, 'active', JSON.stringify(res.body));
     }
-    [loginA, loginA2, loginB] = [w.install.id, a2.id as string, wb.install.id].map(userOf) as [
-      string,
-      string,
-      string,
-    ];
+    // Decision 185: users log in as the install's name (its system user `hp<30 hex>` works too).
+    [loginA, loginA2, loginB] = [w.install.name, a2.name as string, wb.install.name];
+    sysA = userOf(w.install.id);
     cnameA = (await w.owner.client.get(`/v1/installs/${w.install.id}`)).body.cname as string;
     // What `hostplane serve` does at start: the driver's daemons (nginx, PHP-FPM, sshd), then the gateway.
     await services.driver.start?.();
@@ -236,9 +233,10 @@ describe('SSH and SFTP to installs (issue 31)', {
     assert.equal(put.code, 0, put.stderr);
     const file = path.join(host.paths(w.install.id).public, 'hello.txt');
     const st = await fs.lstat(file);
-    const uid = Number(execFileSync('id', ['-u', loginA]).toString().trim());
+    const uid = Number(execFileSync('id', ['-u', sysA]).toString().trim());
     assert.equal(st.uid, uid, 'the file is the install user’s, not root’s');
-    assert.equal(st.gid, Number(execFileSync('id', ['-g', loginA]).toString().trim()));
+    assert.equal(Number(execFileSync('id', ['-u', loginA]).toString().trim()), uid, 'the name is that uid');
+    assert.equal(st.gid, Number(execFileSync('id', ['-g', sysA]).toString().trim()));
     assert.equal(st.mode & 0o777, 0o640);
     // Served by nginx once readable by its workers (the tenant model's group read; here: made public).
     const chmod = await sftp(ownerKey.file, loginA, 'chmod 644 hello.txt\n');
@@ -246,8 +244,11 @@ describe('SSH and SFTP to installs (issue 31)', {
     const served = await get(httpPort, cnameA, '/hello.txt');
     assert.equal(served?.status, 200, JSON.stringify(served));
     assert.equal(served?.body, 'hello over sftp\n');
-    // One key opens every install its user may reach: A2 of the same account too.
+    // One key opens every install its user may reach: A2 of the same account too; and the install's
+    // system user name opens the same install (decision 185).
     assert.equal((await sftp(ownerKey.file, loginA2, 'pwd\n')).code, 0);
+    const bySystemName = await sftp(ownerKey.file, sysA, 'ls hello.txt\n');
+    assert.equal(bySystemName.code, 0, bySystemName.stderr);
   });
 
   it('issue 31 escape matrix as install A: B’s wp-config.php, / outside the chroot, ssh -L to MariaDB, -W, agent forwarding, a shell command, a symlink to B through nginx: each refused', async () => {
@@ -368,12 +369,16 @@ describe('SSH and SFTP to installs (issue 31)', {
       if (!existsSync(dir)) planted.push(dir);
       await fs.mkdir(ssh, { recursive: true });
       await fs.writeFile(path.join(ssh, 'authorized_keys'), `${stranger.line}\n`, { mode: 0o600 });
-      execFileSync('chown', ['-R', `${loginA}:${loginA}`, ssh]);
+      execFileSync('chown', ['-R', `${sysA}:${sysA}`, ssh]);
     }
     assert.notEqual((await sftp(stranger.file, loginA, 'pwd\n')).code, 0, 'the planted key opens nothing');
     assert.notEqual((await sftp(ownerKey.file, 'root', 'pwd\n')).code, 0);
     assert.notEqual((await sftp(ownerKey.file, 'www-data', 'pwd\n')).code, 0);
     assert.notEqual((await sftp(ownerKey.file, `hp${'0'.repeat(30)}`, 'pwd\n')).code, 0);
+    // Another install's name, a system account's name (no login entry is made for it), a free name.
+    assert.notEqual((await sftp(ownerKey.file, loginB, 'pwd\n')).code, 0);
+    for (const name of ['mysql', 'nobody', 'daemon', 'nosuchinstall'])
+      assert.notEqual((await sftp(ownerKey.file, name, 'pwd\n')).code, 0, name);
     // Fail closed: while Hostplane does not answer the key lookup, even the owner's key opens nothing.
     await services.sshAccess?.close();
     assert.notEqual((await sftp(ownerKey.file, loginA, 'pwd\n')).code, 0, 'refused while Hostplane is down');

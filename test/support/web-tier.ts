@@ -34,7 +34,19 @@ export async function stopWebTier(webDir: string, installIds: Iterable<string>):
       } catch {}
     }
   }
-  for (const id of installIds) {
+  const ids = [...installIds];
+  // Issue 31 (decision 185): the install-name login entries Hostplane's sshd added (same uid).
+  const marks = new Set(ids.map((id) => `hostplane login hp_${id.replace(/-/g, '')}`));
+  const passwd = await fs.readFile('/etc/passwd', 'utf8').catch(() => '');
+  for (const line of passwd.split('\n')) {
+    const [name, , , , comment] = line.split(':');
+    if (name && comment && marks.has(comment)) {
+      try {
+        execFileSync('userdel', ['--force', name], { stdio: 'ignore' });
+      } catch {}
+    }
+  }
+  for (const id of ids) {
     try {
       execFileSync('userdel', [userOf(id)], { stdio: 'ignore' });
     } catch {}

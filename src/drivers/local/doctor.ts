@@ -6,7 +6,7 @@ import { parseMariaDbUrl } from './database.js';
 import { closedMessage, closedParents, modeProblems, nosuidOf, type StatOf, statOf } from './modes.js';
 import { PHP_FPM } from './php-fpm.js';
 import { TOOL_PATH } from './run.js';
-import { sshdDoctorChecks } from './sshd.js';
+import { sshdDoctorChecks, sshdRuntimeChecks } from './sshd.js';
 import { NGINX } from './webserver.js';
 import { INSTALL_UMASK, PHP_CLI, WORDPRESS_CORE } from './wordpress.js';
 
@@ -278,6 +278,11 @@ export async function doctorChecks(
     // Issue 31 (a hook of the sftp lane): the SSH server's programs and chroot rule.
     if (local.ssh)
       checks.push(...(await sshdDoctorChecks(local.hostingRoot, probe)).map((c) => Promise.resolve(c)));
+    // Issue 31: whether it runs, its configuration, its port (`hostplane doctor` only: a start makes them).
+    if (local.ssh && options.modes)
+      checks.push(
+        ...(await sshdRuntimeChecks(local.hostingRoot, local.ssh, probe)).map((c) => Promise.resolve(c)),
+      );
   }
   return [...(await Promise.all(checks)), ...fileChecks(local, probe, options)];
 }

@@ -1,12 +1,20 @@
 import assert from 'node:assert/strict';
+import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import {
+  createLogFollower,
   fingerprintOf,
   installIdRange,
+  isLogin,
   parseSshdLine,
+  RESERVED_LOGINS,
+  sftpCommand,
   sshdConfigText,
   sshdDoctorChecks,
   sshdPaths,
+  sshdRuntimeChecks,
 } from './sshd.js';
 
 describe('sshd (issue 31)', () => {
@@ -59,6 +67,79 @@ describe('sshd (issue 31)', () => {
       assert.equal(installIdRange(bad), null, bad);
   });
 
+  it('issue 31: the log follower copies a log past its size limit to <log>.1 and empties it in place; appends after that are read, none twice', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'sshd-log-'));
+    try {
+      const log = path.join(dir, 'sshd.log');
+      const line = (n: number) => `User child is on pid ${n}\n`;
+      await writeFile(log, '');
+      const follow = createLogFollower(log, true, 200);
+      await appendFile(log, Array.from({ length: 10 }, (_, i) => line(100 + i)).join(''));
+      assert.deepEqual(
+        (await follow()).map((e) => (e.kind === 'session' ? e.pid : 0)),
+        Array.from({ length: 10 }, (_, i) => 100 + i),
+      );
+      assert.equal((await stat(log)).size, 0, 'emptied past 200 bytes');
+      assert.match(await readFile(`${log}.1`, 'utf8'), /pid 109\n$/);
+      await appendFile(log, line(7));
+      assert.deepEqual(await follow(), [{ kind: 'session', pid: 7 }]);
+      assert.deepEqual(await follow(), []);
+      // A partial last line is never cut: the log is kept until the line is whole.
+      await appendFile(log, `${line(8).repeat(12)}User child is on`);
+      assert.equal((await follow()).length, 12);
+      assert.ok((await stat(log)).size > 200);
+      await appendFile(log, ' pid 9\n');
+      assert.deepEqual(await follow(), [{ kind: 'session', pid: 9 }]);
+      assert.equal((await stat(log)).size, 0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('issue 31: hostplane doctor says whether sshd runs, passes sshd -t and answers on SSH_PORT with its own host key', async () => {
+    const root = '/srv/hp';
+    const p = sshdPaths(root);
+    const files: Record<string, string> = {
+      [p.pid]: '4242\n',
+      '/proc/4242/cmdline': `/usr/sbin/sshd\0-f\0${p.config}\0-E\0${p.log}\0`,
+      [`${p.hostKey}.pub`]: 'ssh-ed25519 AAAAOURS hostplane\n',
+      [p.config]: 'Port 2222\n',
+    };
+    let scan = '127.0.0.1 ssh-ed25519 AAAAOURS\n';
+    const probe = {
+      exists: (f: string) => f in files,
+      readText: (f: string) => files[f] ?? null,
+      output: async (command: string, args: string[]) => {
+        if (command === 'ssh-keyscan') {
+          assert.deepEqual(args.slice(-3), ['-p', '2222', '127.0.0.1']);
+          return scan;
+        }
+        if (files[p.config]?.includes('Bogus')) throw new Error('Bad configuration option: Bogus');
+        return '';
+      },
+    };
+    const config = { port: 2222, address: '0.0.0.0' };
+    const summary = async () =>
+      (await sshdRuntimeChecks(root, config, probe)).map(
+        (c) => `${c.ok ? 'ok' : c.warning ? 'warn' : 'fail'} ${c.detail}`,
+      );
+    assert.deepEqual(await summary(), [
+      'ok sshd -t: valid',
+      'ok pid 4242',
+      'ok answers with Hostplane’s host key',
+    ]);
+    scan = '127.0.0.1 ssh-ed25519 AAAAOTHER\n';
+    assert.match((await summary())[2] ?? '', /^fail another SSH server answers/);
+    files[p.config] = 'Bogus yes\n';
+    delete files[p.pid];
+    scan = '';
+    assert.deepEqual(await summary(), [
+      'fail sshd -t: Bad configuration option: Bogus',
+      `warn no live sshd of ours in ${p.pid} (hostplane serve starts it; it outlives Hostplane)`,
+      'warn nothing answers SSH on the port',
+    ]);
+  });
+
   it('fingerprints a key blob as ssh-keygen -l does', () => {
     assert.match(fingerprintOf(Buffer.from('blob').toString('base64')), /^SHA256:[A-Za-z0-9+/]{43}$/);
   });
@@ -74,13 +155,54 @@ describe('sshd (issue 31)', () => {
       'PermitTunnel no',
       'ChrootDirectory /srv/hp/sshd/chroot/%u',
       'ForceCommand internal-sftp -d /public -u 027',
-      `AllowUsers hp${'?'.repeat(30)}`,
+      'DenyUsers root hpsshauth',
+      'PermitTTY no',
     ])
       assert.ok(text.split('\n').includes(line), line);
     assert.match(
       text,
-      /^AuthorizedKeysCommand \/usr\/bin\/curl -q -sf .*--unix-socket \/srv\/hp\/sshd\/auth\/keys\.sock /m,
+      /^AuthorizedKeysCommand \/usr\/bin\/curl -q -sf .*--unix-socket \/srv\/hp\/sshd\/auth\/keys\.sock .*--data-urlencode uid=%U /m,
     );
+  });
+
+  it('issue 31 (decision 186): SSH_SHELLS=on drops the chroot and the forced command (each key line decides), never forwarding', () => {
+    const lines = sshdConfigText(sshdPaths('/srv/hp'), {
+      port: 2222,
+      address: '127.0.0.1',
+      shells: true,
+    }).split('\n');
+    for (const line of [
+      'PermitTTY yes',
+      'DisableForwarding yes',
+      'AllowTcpForwarding no',
+      'PermitTunnel no',
+      'Subsystem sftp internal-sftp -d %d/../public -u 027',
+    ])
+      assert.ok(lines.includes(line), line);
+    assert.equal(lines.filter((l) => /^(ChrootDirectory|ForceCommand)/.test(l)).length, 0);
+  });
+
+  it('issue 31 (decision 185): a login is an install name or an install user, nothing else; system account names are reserved', () => {
+    for (const ok of ['myblog', 'abc', `a${'b'.repeat(13)}`, `hp${'0'.repeat(30)}`])
+      assert.ok(isLogin(ok), ok);
+    for (const bad of [
+      'ab',
+      '1abc',
+      'My',
+      `a${'b'.repeat(14)}`,
+      'www-data',
+      'a.b',
+      '',
+      `hp${'0'.repeat(31)}`,
+    ])
+      assert.equal(isLogin(bad), false, bad);
+    for (const name of ['root', 'mysql', 'redis', 'postgres', 'hpsshauth', 'sshd', 'nobody'])
+      assert.ok(RESERVED_LOGINS.has(name), name);
+    assert.equal(
+      sftpCommand('/srv/hp/installs/hp_0/public'),
+      'internal-sftp -d /srv/hp/installs/hp_0/public -u 027',
+    );
+    assert.throws(() => sftpCommand('/srv/a b'));
   });
 
   it('hostplane doctor with SSH_PORT: sshd, ssh-keygen and curl with their packages, and the chroot rule (a HOSTING_ROOT under /tmp fails it)', async () => {

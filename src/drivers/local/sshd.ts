@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { configPath, pathsOf, systemUser } from './names.js';
+import { configPath, installSlug, pathsOf, systemUser } from './names.js';
 import { output, run, TOOL_ENV } from './run.js';
 import { livePid, signalDaemon, startDaemon } from './supervise.js';
 
@@ -17,10 +17,36 @@ import { livePid, signalDaemon, startDaemon } from './supervise.js';
 
 /** sshd's AuthorizedKeysCommandUser: the only account besides root that may ask for keys. */
 export const KEYS_USER = 'hpsshauth';
-/** An install's system user (names.ts `systemUser`): the only login names sshd admits. */
-export const LOGIN_NAME = /^hp[0-9a-f]{30}$/;
-/** What every session runs: SFTP in the install's document root, files 0640 and directories 0750. */
-export const SFTP_COMMAND = 'internal-sftp -d /public -u 027';
+/** An install's system user (names.ts `systemUser`): a login name sshd admits (decision 162). */
+export const SYSTEM_LOGIN = /^hp[0-9a-f]{30}$/;
+/** An install's name (I1): the login name users type (decision 185), a second passwd entry. */
+export const NAME_LOGIN = /^[a-z][a-z0-9]{2,13}$/;
+/** Either login shape (nothing else reaches the key lookup, a path or a command line). */
+export const isLogin = (login: string) => SYSTEM_LOGIN.test(login) || NAME_LOGIN.test(login);
+/** What every SFTP-only session runs: SFTP in the install's document root, files 0640, directories 0750. */
+export const sftpCommand = (publicDir: string) => `internal-sftp -d ${configPath(publicDir)} -u 027`;
+/** The SFTP command inside the install's chroot (shells off). */
+export const SFTP_COMMAND = sftpCommand('/public');
+/**
+ * Names never given to an install's login entry, even when free now: system accounts Debian packages
+ * may add later (`adduser --system` would reuse an existing entry, and its daemon would run as the
+ * install's uid). A name taken by any account is never used either (decision 185).
+ */
+export const RESERVED_LOGINS = new Set(
+  (
+    'root daemon bin sys sync games man lp mail news uucp proxy backup list irc gnats nobody sshd ' +
+    'messagebus mysql mariadb postgres redis memcache memcached nginx apache apache2 www wwwdata ' +
+    'postfix exim dovecot bind named ntp chrony syslog tss uuidd tcpdump avahi polkitd systemd ' +
+    'admin administrator operator ftp git svn docker lxd ubuntu debian hostplane hpsshauth dnsmasq ' +
+    'rpc statd sddm usbmux pulse colord geoclue rtkit saned landscape pollinate fwupd clamav ' +
+    'opendkim amavis spamd elasticsearch mongodb rabbitmq jenkins prometheus grafana node nodejs'
+  ).split(' '),
+);
+/** The comment (GECOS) of a login entry Hostplane made: only such entries are ever changed or removed. */
+const MARKER = 'hostplane login ';
+export const loginMarker = (installId: string) => `${MARKER}${installSlug(installId)}`;
+const SHELL = '/bin/bash';
+const NOLOGIN = '/usr/sbin/nologin';
 const SSHD = '/usr/sbin/sshd';
 const CURL = '/usr/bin/curl';
 
@@ -29,6 +55,12 @@ export interface SshdConfig {
   port: number;
   /** SSH_ADDRESS. */
   address: string;
+  /**
+   * SSH_SHELLS=on (decision 186): owners and full users get a shell and `ssh <install> cmd` as the
+   * install's user, unchrooted (the uid is the boundary); everyone else SFTP only. Off: SFTP only,
+   * chrooted to the install.
+   */
+  shells?: boolean;
 }
 
 /** Where the SSH server keeps its configuration, key, pid file, log, key socket and chroot links. */
@@ -60,6 +92,7 @@ export function sshdConfigText(paths: SshdPaths, config: SshdConfig): string {
     '--max-time 5',
     `--unix-socket ${paths.socket}`,
     '--data-urlencode user=%u',
+    '--data-urlencode uid=%U',
     '--data-urlencode type=%t',
     '--data-urlencode key=%k',
     'http://hostplane/ssh/keys',
@@ -72,7 +105,7 @@ PidFile ${paths.pid}
 LogLevel VERBOSE
 UsePAM yes
 PermitRootLogin no
-AllowUsers ${'hp'}${'?'.repeat(30)}
+DenyUsers root ${KEYS_USER}
 AuthenticationMethods publickey
 PubkeyAuthentication yes
 PasswordAuthentication no
@@ -89,7 +122,7 @@ AllowAgentForwarding no
 X11Forwarding no
 PermitTunnel no
 GatewayPorts no
-PermitTTY no
+PermitTTY ${config.shells ? 'yes' : 'no'}
 PermitUserEnvironment no
 PermitUserRC no
 PrintMotd no
@@ -99,9 +132,16 @@ MaxStartups 50:30:200
 LoginGraceTime 30
 ClientAliveInterval 30
 ClientAliveCountMax 4
-ChrootDirectory ${paths.chroot}/%u
+${
+  config.shells
+    ? `# SSH_SHELLS=on: no chroot (a shell needs the system's programs); each key's options decide
+# (restrict,pty for owners and full users; restrict,command="internal-sftp ..." for the others).
+# SFTP starts in the document root: the home is the install's private/ directory, its sibling.
+Subsystem sftp internal-sftp -d %d/../public -u 027`
+    : `ChrootDirectory ${paths.chroot}/%u
 ForceCommand ${SFTP_COMMAND}
-Subsystem sftp ${SFTP_COMMAND}
+Subsystem sftp ${SFTP_COMMAND}`
+}
 `;
 }
 
@@ -124,11 +164,52 @@ async function parentOf(pid: number): Promise<number | null> {
   return Number.isInteger(ppid) ? ppid : null;
 }
 
-/** The login of a session process by its title (`sshd: hp<30 hex>@notty`), or null. */
+/** The login of a session process by its title (`sshd: <login>@notty`, `@pts/N`), or null. */
 async function sessionLogin(pid: number): Promise<string | null> {
   const cmdline = await readText(`/proc/${pid}/cmdline`);
-  const match = /^sshd: (hp[0-9a-f]{30})@/.exec(cmdline?.replace(/\0/g, ' ') ?? '');
-  return match?.[1] ?? null;
+  const match = /^sshd: ([a-z][a-z0-9]{1,31})@/.exec(cmdline?.replace(/\0/g, ' ') ?? '');
+  const login = match?.[1] ?? null;
+  return login && isLogin(login) ? login : null;
+}
+
+/** Every process's parent (from /proc). */
+async function processParents(): Promise<Map<number, number>> {
+  const parents = new Map<number, number>();
+  for (const name of await fs.readdir('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid <= 1) continue;
+    const ppid = await parentOf(pid);
+    if (ppid !== null) parents.set(pid, ppid);
+  }
+  return parents;
+}
+
+/** One line of /etc/passwd. */
+export interface PasswdEntry {
+  name: string;
+  uid: number;
+  gid: number;
+  comment: string;
+  home: string;
+  shell: string;
+}
+
+/** The system's accounts (read as root from /etc/passwd: the file useradd writes). */
+export async function readPasswd(file = '/etc/passwd'): Promise<Map<string, PasswdEntry>> {
+  const entries = new Map<string, PasswdEntry>();
+  for (const line of ((await readText(file)) ?? '').split('\n')) {
+    const f = line.split(':');
+    if (f.length !== 7 || !f[0]) continue;
+    entries.set(f[0], {
+      name: f[0],
+      uid: Number(f[2]),
+      gid: Number(f[3]),
+      comment: f[4] ?? '',
+      home: f[5] ?? '',
+      shell: f[6] ?? '',
+    });
+  }
+  return entries;
 }
 
 export function createSshd(hostingRoot: string, config: SshdConfig) {
@@ -148,10 +229,30 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
     }
   }
 
+  async function liveInstallIds(): Promise<string[]> {
+    const hex = (await fs.readdir(installsDir).catch(() => [] as string[]))
+      .filter((n) => /^hp_[0-9a-f]{32}$/.test(n))
+      .map((n) => n.slice(3));
+    return hex.map(
+      (h) => `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`,
+    );
+  }
+
+  /** `userdel` of a login entry of ours (never the install's own user: another name, same uid). */
+  async function removeLogin(name: string, signal: AbortSignal) {
+    await run('userdel', ['--force', name], { signal, env: TOOL_ENV }).catch(async (err: unknown) => {
+      if ((await readPasswd()).has(name)) throw err;
+    });
+  }
+
   async function ensureKeysUser(signal: AbortSignal) {
+    const exists = () =>
+      output('id', ['-u', KEYS_USER], signal).then(
+        () => true,
+        () => false,
+      );
+    if (await exists()) return;
     try {
-      await output('id', ['-u', KEYS_USER], signal);
-    } catch {
       await run(
         'useradd',
         [
@@ -166,6 +267,9 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
         ],
         { signal, env: TOOL_ENV },
       );
+    } catch (err) {
+      // Another Hostplane on this machine made it meanwhile (useradd: already exists).
+      if (!(await exists())) throw err;
     }
   }
 
@@ -180,6 +284,18 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
   return {
     paths,
     chrootProblem,
+    /** SSH_SHELLS=on: sessions are not chrooted; owners' and full users' keys get a shell. */
+    shells: Boolean(config.shells),
+
+    /**
+     * The options of an install's key line (decision 186): `restrict` always (no forwarding of any
+     * kind, no ~/.ssh/rc); with shells on, a pty for a shell key, else SFTP forced in the document root.
+     */
+    keyOptions(installId: string, shell: boolean): string {
+      if (!config.shells) return `restrict,command="${SFTP_COMMAND}"`;
+      if (shell) return 'restrict,pty';
+      return `restrict,command="${sftpCommand(pathsOf(hostingRoot, installId).public)}"`;
+    },
 
     /**
      * Writes the configuration and the host key (once), and starts sshd when its pid file names no
@@ -213,6 +329,9 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
       await startDaemon(SSHD, ['-f', paths.config, '-E', paths.log], `${paths.log}.start`, paths.pid);
     },
 
+    /** The live sshd's pid, or null. */
+    running: () => livePid(paths.pid),
+
     /** Stops sshd (its open sessions end with it). */
     stop: () => signalDaemon(paths.pid, 'SIGTERM'),
 
@@ -220,8 +339,9 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
      * Points `chroot/<login>` at the install's directory (root-owned 0711), before a login of it is
      * allowed: sshd's ChrootDirectory takes the login name, the directory is named from the whole id.
      */
-    async ensureChroot(installId: string): Promise<void> {
-      const link = path.join(paths.chroot, systemUser(installId));
+    async ensureChroot(installId: string, login: string = systemUser(installId)): Promise<void> {
+      if (!isLogin(login)) throw new Error(`not a login: ${JSON.stringify(login)}`);
+      const link = path.join(paths.chroot, login);
       const target = pathsOf(hostingRoot, installId).root;
       if ((await fs.readlink(link).catch(() => null)) === target) return;
       const temp = `${link}.${process.pid}.tmp`;
@@ -230,29 +350,87 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
       await fs.rename(temp, link);
     },
 
-    /** Removes the links of logins that no install directory answers any more. */
-    async pruneChroots(): Promise<void> {
-      const live = new Set(
-        (await fs.readdir(installsDir).catch(() => [] as string[]))
-          .filter((n) => /^hp_[0-9a-f]{32}$/.test(n))
-          .map((n) => `hp${n.slice(3, 33)}`),
-      );
+    /**
+     * Removes the links of logins that no install directory answers any more (`names`: the install
+     * name of each live install id; a name link is kept only for its install).
+     */
+    async pruneChroots(names: Map<string, string> = new Map()): Promise<void> {
+      const ids = await liveInstallIds();
+      const live = new Set(ids.map(systemUser));
+      for (const id of ids) {
+        const name = names.get(id);
+        if (name) live.add(name);
+      }
       for (const name of await fs.readdir(paths.chroot).catch(() => [] as string[]))
-        if (LOGIN_NAME.test(name) && !live.has(name))
-          await fs.rm(path.join(paths.chroot, name), { force: true });
+        if (isLogin(name) && !live.has(name)) await fs.rm(path.join(paths.chroot, name), { force: true });
+    },
+
+    /** The ids of the installs whose directory exists here (`hp_<32 hex>` under HOSTING_ROOT/installs). */
+    liveInstallIds,
+
+    /**
+     * Decision 185: each install's name is a login of its own, a second passwd entry with the install
+     * user's uid and group (`useradd --non-unique`), its private directory as home, a shell when
+     * SSH_SHELLS=on, and the comment `hostplane login hp_<hex>` that marks it as Hostplane's. `wanted`
+     * maps each live install id to its name. A name any other account holds, or a reserved one, gets
+     * no entry (that install logs in as `hp<30 hex>`); entries of ours no install wants are removed.
+     * Answers the names that log in now.
+     */
+    async syncLogins(wanted: Map<string, string>, signal: AbortSignal): Promise<Set<string>> {
+      const passwd = await readPasswd();
+      const shell = config.shells ? SHELL : NOLOGIN;
+      const ready = new Set<string>();
+      const wantedBySlug = new Map([...wanted].map(([id, name]) => [installSlug(id), name]));
+      for (const [installId, name] of wanted) {
+        if (!NAME_LOGIN.test(name) || RESERVED_LOGINS.has(name)) continue;
+        const owner = passwd.get(systemUser(installId));
+        if (!owner || owner.uid === 0) continue;
+        const marker = loginMarker(installId);
+        const home = pathsOf(hostingRoot, installId).private;
+        const entry = passwd.get(name);
+        if (entry && (entry.comment !== marker || entry.uid !== owner.uid || entry.gid !== owner.gid))
+          continue;
+        if (!entry)
+          await run(
+            'useradd',
+            [
+              '--non-unique',
+              '--uid',
+              String(owner.uid),
+              '--gid',
+              String(owner.gid),
+              '--no-user-group',
+              '--no-create-home',
+              '--home-dir',
+              home,
+              '--shell',
+              shell,
+              '--comment',
+              marker,
+              name,
+            ],
+            { signal, env: TOOL_ENV },
+          );
+        else if (entry.shell !== shell || entry.home !== home)
+          await run('usermod', ['--home', home, '--shell', shell, name], { signal, env: TOOL_ENV });
+        ready.add(name);
+      }
+      for (const entry of passwd.values()) {
+        if (!entry.comment.startsWith(MARKER) || !NAME_LOGIN.test(entry.name) || entry.uid === 0) continue;
+        // Only this HOSTING_ROOT's entries (their home is one of its installs): another Hostplane's
+        // on the same machine (a test file, a second instance) is that one's to keep.
+        if (!entry.home.startsWith(`${installsDir}/`)) continue;
+        if (wantedBySlug.get(entry.comment.slice(MARKER.length)) !== entry.name)
+          await removeLogin(entry.name, signal);
+      }
+      return ready;
     },
 
     /** The sessions our sshd serves now: its connections' post-authentication children. */
     async sessions(): Promise<SshSession[]> {
       const master = await livePid(paths.pid);
       if (!master) return [];
-      const parents = new Map<number, number>();
-      for (const name of await fs.readdir('/proc')) {
-        const pid = Number(name);
-        if (!Number.isInteger(pid) || pid <= 1) continue;
-        const ppid = await parentOf(pid);
-        if (ppid !== null) parents.set(pid, ppid);
-      }
+      const parents = await processParents();
       const monitors = new Set([...parents].filter(([, ppid]) => ppid === master).map(([pid]) => pid));
       const sessions: SshSession[] = [];
       for (const [pid, ppid] of parents) {
@@ -269,6 +447,22 @@ export function createSshd(hostingRoot: string, config: SshdConfig) {
       const monitor = await parentOf(session.pid);
       if (!master || monitor === null || (await parentOf(monitor)) !== master) return false;
       if ((await sessionLogin(session.pid)) !== session.login) return false;
+      // A shell's or a command's processes first (children of the session process, and theirs), then
+      // the session: a command would outlive its session otherwise. (One that left the tree with a
+      // double fork is the install's own process, like a PHP request's, and ends with the install.)
+      const parents = await processParents();
+      const tree: number[] = [];
+      let level = [session.pid];
+      while (level.length > 0 && tree.length < 10_000) {
+        const next = [...parents].filter(([, ppid]) => level.includes(ppid)).map(([pid]) => pid);
+        tree.push(...next);
+        level = next;
+      }
+      for (const pid of tree.reverse()) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {}
+      }
       try {
         process.kill(session.pid, 'SIGKILL');
         return true;
@@ -293,7 +487,7 @@ export type Sshd = ReturnType<typeof createSshd>;
 
 /** The install id's first 30 hex digits (the login) as the range of install ids it can name. */
 export function installIdRange(login: string): { low: string; high: string } | null {
-  if (!LOGIN_NAME.test(login)) return null;
+  if (!SYSTEM_LOGIN.test(login)) return null;
   const hex = login.slice(2);
   const uuid = (h: string) =>
     `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
@@ -350,32 +544,46 @@ export function parseSshdLine(line: string): SshdLogEvent | null {
 /**
  * Reads what sshd appended to its log since the last call (from the start when `fromStart`, else
  * from the end at the first call); a log that shrank (truncated) is read again from its start.
+ * With `rotateAt` (bytes), a log read to its end that is larger is copied to `<log>.1` (the previous
+ * copy replaced) and truncated in place: sshd and its sessions' monitors append to it (`-E` opens it
+ * O_APPEND), so they go on writing at its new end and no process needs a signal.
  */
-export function createLogFollower(file: string, fromStart: boolean) {
+export function createLogFollower(file: string, fromStart: boolean, rotateAt: number | null = null) {
   let offset: number | null = fromStart ? 0 : null;
   let rest = '';
   return async function read(): Promise<SshdLogEvent[]> {
-    const handle = await fs.open(file, 'r').catch(() => null);
+    const handle = await fs.open(file, rotateAt === null ? 'r' : 'r+').catch(() => null);
     if (!handle) return [];
     try {
-      const { size } = await handle.stat();
+      let { size } = await handle.stat();
       if (offset === null) offset = size;
       if (size < offset) {
         offset = 0;
         rest = '';
       }
       const events: SshdLogEvent[] = [];
-      while (offset < size) {
-        const chunk = Buffer.alloc(Math.min(size - offset, 1 << 20));
-        const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
-        if (bytesRead === 0) break;
-        offset += bytesRead;
-        const lines = (rest + chunk.subarray(0, bytesRead).toString('utf8')).split('\n');
-        rest = (lines.pop() ?? '').slice(-4096);
-        for (const line of lines) {
-          const event = parseSshdLine(line.replace(/\r$/, ''));
-          if (event) events.push(event);
+      for (;;) {
+        while (offset < size) {
+          const chunk = Buffer.alloc(Math.min(size - offset, 1 << 20));
+          const { bytesRead } = await handle.read(chunk, 0, chunk.length, offset);
+          if (bytesRead === 0) break;
+          offset += bytesRead;
+          const lines = (rest + chunk.subarray(0, bytesRead).toString('utf8')).split('\n');
+          rest = (lines.pop() ?? '').slice(-4096);
+          for (const line of lines) {
+            const event = parseSshdLine(line.replace(/\r$/, ''));
+            if (event) events.push(event);
+          }
         }
+        if (rotateAt === null || offset < rotateAt || rest !== '') break;
+        await fs.copyFile(file, `${file}.1.tmp`);
+        await fs.rename(`${file}.1.tmp`, `${file}.1`);
+        // Only what was read is dropped: a line appended meanwhile is read first, then the check again.
+        size = (await handle.stat()).size;
+        if (size > offset) continue;
+        await handle.truncate(0);
+        offset = 0;
+        break;
       }
       return events;
     } finally {
@@ -412,4 +620,94 @@ export async function sshdDoctorChecks(
       debianPackage: null,
     },
   ]);
+}
+
+/**
+ * `hostplane doctor` (not at a start, which writes and starts all of it): whether Hostplane's sshd
+ * runs from its pid file, whether its written configuration passes `sshd -t`, and whether SSH_PORT
+ * answers with its host key (another server on the port would answer with another). Warnings only,
+ * except a configuration sshd refuses or a port held by another server.
+ */
+export async function sshdRuntimeChecks(
+  hostingRoot: string,
+  config: SshdConfig,
+  probe: {
+    output(command: string, args: string[]): Promise<string>;
+    exists(path: string): boolean;
+    readText(path: string): string | null;
+  },
+): Promise<{ name: string; ok: boolean; detail: string; debianPackage: string | null; warning?: boolean }[]> {
+  const paths = sshdPaths(hostingRoot);
+  const checks: {
+    name: string;
+    ok: boolean;
+    detail: string;
+    debianPackage: string | null;
+    warning?: boolean;
+  }[] = [];
+  const name = `sshd configuration (${paths.config})`;
+  if (!probe.exists(paths.config))
+    checks.push({
+      name,
+      ok: false,
+      warning: true,
+      detail: 'not written yet (hostplane serve writes it)',
+      debianPackage: null,
+    });
+  else
+    checks.push(
+      await probe.output(SSHD, ['-t', '-f', paths.config]).then(
+        () => ({ name, ok: true, detail: 'sshd -t: valid', debianPackage: null }),
+        (err: Error) => ({
+          name,
+          ok: false,
+          detail: `sshd -t: ${err.message.slice(0, 300)}`,
+          debianPackage: null,
+        }),
+      ),
+    );
+  const pid = Number(probe.readText(paths.pid)?.trim());
+  const cmdline = pid > 1 ? probe.readText(`/proc/${pid}/cmdline`)?.split('\0') : undefined;
+  const running = Boolean(cmdline?.[0] === SSHD && cmdline.includes(paths.config));
+  checks.push(
+    running
+      ? { name: 'sshd running (SSH_PORT)', ok: true, detail: `pid ${pid}`, debianPackage: null }
+      : {
+          name: 'sshd running (SSH_PORT)',
+          ok: false,
+          warning: true,
+          detail: `no live sshd of ours in ${paths.pid} (hostplane serve starts it; it outlives Hostplane)`,
+          debianPackage: null,
+        },
+  );
+  const address =
+    config.address === '0.0.0.0' ? '127.0.0.1' : config.address === '::' ? '::1' : config.address;
+  const ours = probe.readText(`${paths.hostKey}.pub`)?.trim().split(/\s+/)[1];
+  const port = `port ${config.address}:${config.port} (SSH_PORT)`;
+  const scanned = await probe
+    .output('ssh-keyscan', ['-T', '3', '-t', 'ed25519', '-p', String(config.port), address])
+    .catch(() => '');
+  const key = scanned
+    .split('\n')
+    .find((l) => l.includes('ssh-ed25519'))
+    ?.trim()
+    .split(/\s+/)[2];
+  if (!key)
+    checks.push({
+      name: port,
+      ok: false,
+      warning: !running,
+      detail: running ? 'sshd runs but nothing answers SSH on the port' : 'nothing answers SSH on the port',
+      debianPackage: null,
+    });
+  else if (ours && key === ours)
+    checks.push({ name: port, ok: true, detail: 'answers with Hostplane’s host key', debianPackage: null });
+  else
+    checks.push({
+      name: port,
+      ok: false,
+      detail: 'another SSH server answers on the port (not Hostplane’s host key): choose another SSH_PORT',
+      debianPackage: null,
+    });
+  return checks;
 }

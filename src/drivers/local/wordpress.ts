@@ -349,6 +349,13 @@ export async function removeUser(user: string, signal: AbortSignal) {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  // Issue 31 (decision 185): the install's login entries (its name, same uid, Hostplane's comment) first.
+  const passwd = await fs.readFile('/etc/passwd', 'utf8').catch(() => '');
+  for (const line of passwd.split('\n')) {
+    const [name, , id, , comment] = line.split(':');
+    if (name && name !== user && Number(id) === uid && comment?.startsWith('hostplane login '))
+      await run('userdel', ['--force', name], { signal, env: TOOL_ENV });
+  }
   await run('userdel', [user], { signal, env: TOOL_ENV });
 }
 

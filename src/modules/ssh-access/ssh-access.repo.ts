@@ -1,13 +1,19 @@
-import { and, between, eq, sql } from 'drizzle-orm';
+import { and, between, eq, inArray, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { installs, membershipInstalls, memberships, sshKeys } from '../../db/schema.js';
 
 /**
- * Issue 31: what a login needs, in one statement: the installs a login can name (the id range of its
- * 30 hex digits: one in practice), the key registered with the fingerprint (if any), and that key's
- * user's membership of the install's account with whether its partial scope holds the install.
+ * Issue 31: what a login needs, in one statement: the installs a login can name (by its name, or the
+ * id range of its 30 hex digits: one in practice), the key registered with the fingerprint (if any),
+ * and that key's user's membership of the install's account with whether its partial scope holds it.
  */
-export async function loginFacts(db: Db, range: { low: string; high: string }, fingerprint: string | null) {
+export async function loginFacts(
+  db: Db,
+  login: { low: string; high: string } | { name: string },
+  fingerprint: string | null,
+) {
+  const which: SQL | undefined =
+    'name' in login ? eq(installs.name, login.name) : between(installs.id, login.low, login.high);
   return db
     .select({
       install_id: installs.id,
@@ -28,7 +34,7 @@ export async function loginFacts(db: Db, range: { low: string; high: string }, f
       memberships,
       and(eq(memberships.account_id, installs.account_id), eq(memberships.user_id, sshKeys.user_id)),
     )
-    .where(between(installs.id, range.low, range.high))
+    .where(which)
     .limit(2);
 }
 
@@ -40,4 +46,14 @@ export async function keyOwner(db: Db, fingerprint: string): Promise<string | nu
     .where(eq(sshKeys.fingerprint, fingerprint))
     .limit(1);
   return row?.user_id ?? null;
+}
+
+/** Issue 31 (decision 185): the names of the installs with these ids (the logins sshd admits). */
+export async function installNames(db: Db, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .select({ id: installs.id, name: installs.name })
+    .from(installs)
+    .where(inArray(installs.id, ids));
+  return new Map(rows.map((r) => [r.id, r.name]));
 }

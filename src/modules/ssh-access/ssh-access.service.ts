@@ -4,15 +4,17 @@ import http from 'node:http';
 import { isRole, type Membership, seesInstall } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
+import { systemUser } from '../../drivers/local/names.js';
 import {
   createLogFollower,
   fingerprintOf,
   installIdRange,
+  isLogin,
   KEYS_USER,
-  LOGIN_NAME,
-  SFTP_COMMAND,
+  readPasswd,
   type Sshd,
   type SshdLogEvent,
+  SYSTEM_LOGIN,
 } from '../../drivers/local/sshd.js';
 import type { AuditService } from '../audit/audit.service.js';
 import * as repo from './ssh-access.repo.js';
@@ -33,6 +35,8 @@ const KEY_TYPE = /^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa)$/;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const MAX_BODY = 16_384;
 const REAP_EVERY_MS = 2000;
+/** sshd's log is copied to sshd.log.1 and emptied past this size (about 40,000 logins). */
+const LOG_ROTATE_BYTES = 16 << 20;
 
 type Decision = {
   allowed: boolean;
@@ -40,7 +44,11 @@ type Decision = {
   installName: string | null;
   accountId: string | null;
   userId: string | null;
+  /** Owner or full user (a shell where SSH_SHELLS=on); partial users get SFTP only. */
+  fullAccess: boolean;
 };
+/** The most installs one round of the login sync handles (decision 185). */
+const MAX_LOGINS = 50_000;
 
 /**
  * Issue 31, the control plane's side of SSH (docs/decisions.md #161-#165): answers sshd's key lookups
@@ -76,10 +84,11 @@ export function createSshAccessService({
       installName: null,
       accountId: null,
       userId: null,
+      fullAccess: false,
     };
-    const range = installIdRange(login);
-    if (!range) return none;
-    const rows = await repo.loginFacts(db, range, fingerprint);
+    const which = SYSTEM_LOGIN.test(login) ? installIdRange(login) : isLogin(login) ? { name: login } : null;
+    if (!which) return none;
+    const rows = await repo.loginFacts(db, which, fingerprint);
     const [row] = rows;
     if (!row || rows.length > 1) return none;
     const facts: Decision = {
@@ -88,6 +97,7 @@ export function createSshAccessService({
       installName: row.install_name,
       accountId: row.account_id,
       userId: row.key_user_id,
+      fullAccess: false,
     };
     if (row.status !== 'active' || !row.key_user_id || !row.roles || !isRole(row.roles)) return facts;
     if (publicKey !== undefined && row.public_key !== publicKey) return facts;
@@ -96,27 +106,45 @@ export function createSshAccessService({
       roles: row.roles,
       installIds: row.roles.startsWith('partial') ? new Set(row.in_scope ? [row.install_id] : []) : null,
     };
-    return { ...facts, allowed: seesInstall(membership, row.install_id) };
+    return {
+      ...facts,
+      allowed: seesInstall(membership, row.install_id),
+      fullAccess: membership.installIds === null,
+    };
   }
 
   /** sshd's AuthorizedKeysCommand: the authorized_keys line for the offered key, or nothing. */
   async function keysFor(form: URLSearchParams): Promise<string> {
     counts.lookups++;
     const login = form.get('user') ?? '';
+    const uid = form.get('uid') ?? '';
     const type = form.get('type') ?? '';
     const key = form.get('key') ?? '';
-    if (!LOGIN_NAME.test(login) || !KEY_TYPE.test(type) || !BASE64.test(key) || key.length > 8192) return '';
+    if (
+      !isLogin(login) ||
+      !/^[0-9]{1,10}$/.test(uid) ||
+      !KEY_TYPE.test(type) ||
+      !BASE64.test(key) ||
+      key.length > 8192
+    )
+      return '';
     const decision = await decide(login, fingerprintOf(key), `${type} ${key}`);
     if (!decision.allowed || !decision.installId) return '';
-    await sshd.ensureChroot(decision.installId);
-    return `restrict,command="${SFTP_COMMAND}" ${type} ${key}\n`;
+    // The account sshd resolved for the login must be the install's own uid (decision 185): a name
+    // some other account holds opens nothing, whatever the database says.
+    const owner = (await readPasswd()).get(systemUser(decision.installId));
+    if (!owner || owner.uid === 0 || owner.uid !== Number(uid)) return '';
+    if (!sshd.shells) await sshd.ensureChroot(decision.installId, login);
+    // The install user's own name (`hp` + 30 hex) has no shell (nologin, its pool's account): SFTP only.
+    const shell = decision.fullAccess && !SYSTEM_LOGIN.test(login);
+    return `${sshd.keyOptions(decision.installId, shell)} ${type} ${key}\n`;
   }
 
   async function record(event: Extract<SshdLogEvent, { kind: 'accepted' | 'refused' }>): Promise<void> {
     const accepted = event.kind === 'accepted';
     if (accepted) counts.accepted++;
     else counts.refused++;
-    const facts = LOGIN_NAME.test(event.login) ? await decide(event.login, event.fingerprint) : null;
+    const facts = isLogin(event.login) ? await decide(event.login, event.fingerprint) : null;
     const userId = facts?.userId ?? (event.fingerprint ? await repo.keyOwner(db, event.fingerprint) : null);
     await audit.record({
       occurred_at: clock.now(),
@@ -179,7 +207,14 @@ export function createSshAccessService({
         unknown.delete(session.pid);
       }
     }
-    await sshd.pruneChroots();
+  }
+
+  /** Decision 185: a login entry for each install name here, and a chroot link for each login. */
+  async function syncLogins() {
+    const ids = (await sshd.liveInstallIds()).slice(0, MAX_LOGINS);
+    const names = await repo.installNames(db, ids);
+    await sshd.syncLogins(names, AbortSignal.timeout(60_000));
+    await sshd.pruneChroots(names);
   }
 
   let running = false;
@@ -187,8 +222,14 @@ export function createSshAccessService({
     if (running) return;
     running = true;
     try {
+      // Like nginx and PHP-FPM, sshd outlives Hostplane; one that died is started again here.
+      if (!(await sshd.running())) {
+        log('ssh gateway: sshd was not running; starting it');
+        await sshd.start();
+      }
       await followLog();
       await reap();
+      await syncLogins();
     } catch (err) {
       // A database outage keeps open sessions (logins fail closed meanwhile); the next tick retries.
       log('ssh gateway: a round failed', err);
@@ -204,11 +245,14 @@ export function createSshAccessService({
     /** Listens on the key socket, reads which sessions are open from sshd's log, starts the reaper. */
     async start(): Promise<void> {
       if (server) return;
-      // Open sessions from before this process: their keys are in the log (no audit events again).
-      const all = createLogFollower(sshd.paths.log, true);
-      for (const event of await all()) track(event);
-      lastAccepted = null;
-      follow = createLogFollower(sshd.paths.log, false);
+      await syncLogins().catch((err: unknown) => log('ssh gateway: the login sync failed', err));
+      // Open sessions from before this process: their keys are in the log and the copy its last
+      // rotation left (no audit events again).
+      for (const file of [`${sshd.paths.log}.1`, sshd.paths.log]) {
+        for (const event of await createLogFollower(file, true)()) track(event);
+        lastAccepted = null;
+      }
+      follow = createLogFollower(sshd.paths.log, false, LOG_ROTATE_BYTES);
       await follow();
       const srv = http.createServer((req, res) => {
         if (req.method !== 'POST' || req.url !== '/ssh/keys') {
