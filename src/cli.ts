@@ -139,6 +139,13 @@ async function agent() {
       dataDir: config.dataDir,
       log: (message) => console.log(`hostplane agent: ${message}`),
       signal: stop.signal,
+      ...(config.fleet.agent.killBeforeReport && {
+        beforeReport: (method: string, status: string) => {
+          if (method !== config.fleet.agent.killBeforeReport || status !== 'done') return;
+          console.log(`hostplane agent: fault: killed after doing ${method}, before reporting it`);
+          process.kill(process.pid, 'SIGKILL');
+        },
+      }),
       installs: agentInstalls(database.db),
     });
   } finally {

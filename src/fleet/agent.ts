@@ -31,6 +31,8 @@ export interface AgentDeps {
   dataDir: string;
   log: (message: string) => void;
   signal: AbortSignal;
+  /** Test mode: called with a call's method and outcome after the work, before the report. */
+  beforeReport?: (method: string, status: string) => void;
   /** The installs this server hosts, in the agent's own database (agent.repo.ts). */
   installs: {
     ensure(id: string, name: string | null): Promise<void>;
@@ -119,7 +121,8 @@ const isMethod = (method: string): method is RemoteMethod => Object.hasOwn(REMOT
 export async function runAgent(deps: AgentDeps): Promise<void> {
   const { controlPlaneUrl, driver, log, signal } = deps;
   let credential = readCredential(deps.credentialFile);
-  const session = randomBytes(12).toString('base64url');
+  const newSession = () => randomBytes(12).toString('base64url');
+  let session = newSession();
   /** The highest placement generation seen per install: an older call is refused (stale). */
   const generations = new Map<string, number>();
 
@@ -227,6 +230,7 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
       const final = err instanceof DriverError && err.final;
       outcome = { status: 'failed', error: (err as Error).message || 'failed', final };
     }
+    deps.beforeReport?.(call.method, String(outcome.status));
     if (!(await report(call, outcome))) return;
     log(`call ${call.method} of install ${install}: ${String(outcome.status)}`);
     // The control plane keeps the administrator password now (sealed): the driver forgets its copy.
@@ -266,6 +270,10 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
       } catch (err) {
         if (err instanceof AgentStopped) throw err;
         if (signal.aborted) break;
+        // The answer may have been lost with calls in it (a network cut): a new session gives back
+        // whatever the control plane handed out to this server (this agent holds nothing between
+        // fetches), instead of waiting for their expiry (docs/decisions.md #168).
+        session = newSession();
         log(`fetch failed, retrying: ${(err as Error).message}`);
         await sleep(2000, signal);
         continue;

@@ -5985,6 +5985,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -6195,6 +6197,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -6333,6 +6337,8 @@ export interface operations {
                             started_at: string | null;
                             completed_at: string | null;
                             error: string | null;
+                            /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                            waiting_reason?: string;
                             /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                             wordpress_admin?: {
                                 username: string;
@@ -6546,6 +6552,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -7309,6 +7317,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -9019,6 +9029,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
