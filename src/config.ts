@@ -252,6 +252,8 @@ export interface FleetConfig {
     readonly credentialFile: string;
     /** `AGENT_HEARTBEAT_SECONDS`, default 10. */
     readonly heartbeatSeconds: number;
+    /** `AGENT_RECONCILE_SECONDS`, default 300: how often the agent compares the server with its installs. */
+    readonly reconcileSeconds: number;
     /**
      * `AGENT_FAULT_KILL_BEFORE_REPORT` (tests only, needs `HOSTPLANE_FAULTS=on`): a driver method
      * (`backup`, `provision`, ...); the agent kills itself (SIGKILL) after doing the first call of it
@@ -569,6 +571,7 @@ function fleetVars(env: Env, dataDir: string, problems: string[]): FleetConfig {
       enrolmentToken: token,
       credentialFile: path.resolve(env.AGENT_CREDENTIAL_FILE || path.join(dataDir, 'agent-credential')),
       heartbeatSeconds,
+      reconcileSeconds: intVar(env, 'AGENT_RECONCILE_SECONDS', 300, 1, 86_400, problems),
       killBeforeReport,
     }),
   });

@@ -102,19 +102,34 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
   const account = await f.account({ preferred_data_center: region, plan: 'premium' });
   const owner = await f.user([{ account_id: account.id, roles: 'owner' }]);
 
-  /** Creates an install and waits until its agent provisioned it; its server's index. */
-  async function provisioned(environment = 'production') {
-    const site = await f.site(owner.client, account.id);
-    const install = await f.install(owner.client, account.id, site.id, environment);
-    hosting.installs.add(install.id);
-    await t.runJobs();
-    await until(`install ${install.id} provisioned`, async () => {
+  /**
+   * Creates `count` installs, each placed before the next is made (placement counts the ones before
+   * it), then waits until their agents provisioned them (the servers work at once); each with its
+   * server's index.
+   */
+  async function provisioned(count: number) {
+    const created: { install: Json; site: Json }[] = [];
+    for (let i = 0; i < count; i++) {
+      const site = await f.site(owner.client, account.id);
+      const install = await f.install(owner.client, account.id, site.id, 'production');
+      hosting.installs.add(install.id);
+      await t.runJobs();
+      created.push({ install, site });
+    }
+    const active = new Set<string>();
+    await until('the installs provisioned', async () => {
       await tick();
-      const got = await owner.client.get(`/v1/installs/${install.id}`);
-      return got.body.status === 'active';
+      for (const { install } of created)
+        if ((await owner.client.get(`/v1/installs/${install.id}`)).body.status === 'active')
+          active.add(install.id);
+      return active.size === created.length;
     });
-    const got = await owner.client.get(`/v1/installs/${install.id}`);
-    return { install: got.body as Json, site, server: await serverOf(install.id) };
+    const done = [];
+    for (const { install, site } of created) {
+      const got = await owner.client.get(`/v1/installs/${install.id}`);
+      done.push({ install: got.body as Json, site, server: await serverOf(install.id) });
+    }
+    return done;
   }
 
   async function serverOf(installId: string) {
@@ -125,7 +140,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     return -1;
   }
 
-  const made: Awaited<ReturnType<typeof provisioned>>[] = [];
+  const made: Awaited<ReturnType<typeof provisioned>> = [];
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   /** The hosting databases (`hp_...`) in server `i`'s own MariaDB (asked inside its namespace). */
@@ -166,7 +181,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     (await t.admin.get(`/admin/v1/servers/${servers[i]?.id}`)).body.status as string;
 
   it('issue 30: installs spread over the three by placement; each WordPress answers on its own server and on no other; stable_ips and a_records are its server addresses', async () => {
-    for (let i = 0; i < 3; i++) made.push(await provisioned());
+    made.push(...(await provisioned(3)));
     assert.deepEqual(made.map((m) => m.server).sort(), [0, 1, 2], 'one install on each server');
     for (const { install, server } of made) {
       const own = hosting.servers[server]?.address ?? '';
@@ -302,6 +317,39 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       restarted.output(),
     );
   });
+  it("issue 30: drift: one install's PHP-FPM stopped and another's server block deleted behind the agent's back: PHP-FPM started again and the missing block reported in the admin server view, within the reconcile interval", async () => {
+    const [a, b] = [made[0], made[1]];
+    assert.ok(a && b && a.server !== b.server);
+    const [sa, sb] = [hosting.servers[a.server], hosting.servers[b.server]];
+    assert.ok(sa && sb);
+    const pidOf = (server: typeof sa, file: string) =>
+      Number(fs.readFileSync(path.join(server.hostingRoot, 'web', 'run', file), 'utf8').trim() || 0);
+    const stopped = pidOf(sa, 'php-fpm.pid');
+    process.kill(stopped, 'SIGQUIT');
+    fs.rmSync(path.join(sb.hostingRoot, 'web', 'sites', `${slugOf(b.install.id)}.conf`));
+    process.kill(pidOf(sb, 'nginx.pid'), 'SIGHUP');
+    const started = Date.now();
+    await until('PHP-FPM started again and the page served', async () => {
+      let pid = 0;
+      try {
+        pid = pidOf(sa, 'php-fpm.pid');
+      } catch {}
+      return pid > 0 && pid !== stopped && (await get(sa.address, a.install.cname))?.status === 200;
+    });
+    console.log(
+      `issue 30: PHP-FPM started again ${Date.now() - started} ms after it was stopped (AGENT_RECONCILE_SECONDS=5)`,
+    );
+    assert.match(agentOutput(sa), /reconcile: PHP-FPM was not running: started/);
+    const reported = await until('the missing server block reported', async () => {
+      const got = await t.admin.get(`/admin/v1/servers/${servers[b.server]?.id}`);
+      const drift = (got.body.reported?.drift ?? []) as string[];
+      return drift.some((line) => line.includes(b.install.id) && line.includes('server block')) && drift;
+    });
+    console.log(
+      `issue 30: drift reported ${Date.now() - started} ms after the block was deleted: ${reported.join('; ')}`,
+    );
+  });
+
   it("issue 30: a server credential: another server's call 403, the customer and admin APIs 401, revoked 401 (its agent stops); no call, database or file of an install on a server that does not host it", async () => {
     // Every call (each holds the install's secrets: database password, certificate key) went to the
     // server the install is placed on, and only that server's agent ran it.

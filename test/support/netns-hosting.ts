@@ -148,6 +148,7 @@ export async function netnsHosting(count: number) {
           HOSTING_HTTP_PORT: '80',
           AGENT_CONTROL_PLANE_URL: controlPlaneUrl,
           AGENT_HEARTBEAT_SECONDS: '1',
+          AGENT_RECONCILE_SECONDS: '5',
           ...(token && { AGENT_ENROLMENT_TOKEN: token }),
           ...env,
         },

@@ -19925,6 +19925,8 @@ export interface operations {
                                 memory_free_bytes: number;
                                 load1: number;
                                 installs: number;
+                                /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                                drift?: string[];
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -20071,6 +20073,8 @@ export interface operations {
                                 memory_free_bytes: number;
                                 load1: number;
                                 installs: number;
+                                /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                                drift?: string[];
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -20269,6 +20273,8 @@ export interface operations {
                             memory_free_bytes: number;
                             load1: number;
                             installs: number;
+                            /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                            drift?: string[];
                         } | null;
                         /** Format: date-time */
                         created_at: string;
@@ -20573,6 +20579,8 @@ export interface operations {
                             memory_free_bytes: number;
                             load1: number;
                             installs: number;
+                            /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                            drift?: string[];
                         } | null;
                         /** Format: date-time */
                         created_at: string;
@@ -20935,6 +20943,8 @@ export interface operations {
                             memory_free_bytes: number;
                             load1: number;
                             installs: number;
+                            /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                            drift?: string[];
                         } | null;
                         /** Format: date-time */
                         created_at: string;
@@ -21326,6 +21336,8 @@ export interface operations {
                         memory_free_bytes: number;
                         load1: number;
                         installs: number;
+                        /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                        drift?: string[];
                     };
                 };
             };

@@ -115,7 +115,11 @@ export function agentRoutes({ services }: RouteContext): RoutesPlugin {
         const gone = () => {
           if (!connected(request)) abort.abort();
         };
-        request.raw.on('close', gone);
+        // The socket's close, not the request's: a request emits 'close' once its body is read, so a
+        // client that died later (SIGKILL, a cut link) was never seen and its calls were handed to a
+        // dead connection (decision #173).
+        const socket = request.raw.socket;
+        socket.on('close', gone);
         try {
           const calls = await fleetCalls.fetch(
             serverId,
@@ -125,7 +129,7 @@ export function agentRoutes({ services }: RouteContext): RoutesPlugin {
           );
           return { calls };
         } finally {
-          request.raw.off('close', gone);
+          socket.off('close', gone);
         }
       },
     );
