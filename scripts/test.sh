@@ -123,9 +123,12 @@ ensure_chromium() {
 }
 
 # The local driver's web tier tests (issue 21, test/api/local-web.test.ts) run Debian's nginx,
-# php8.2-fpm and wordpress from the test file's own HOSTING_ROOT (never the system services).
+# php8.2-fpm and wordpress from the test file's own HOSTING_ROOT (never the system services); the
+# fleet's (issue 30, test/api/fleet-netns.test.ts) run them in network namespaces (iproute2's `ip`).
+# Whatever is missing comes in one apt-get.
 ensure_web() {
   local missing=()
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   [ -x /usr/sbin/nginx ] || missing+=(nginx)
   [ -x /usr/sbin/php-fpm8.2 ] || missing+=(php8.2-fpm)
   [ -x /usr/bin/php8.2 ] || missing+=(php8.2-cli)
@@ -134,10 +137,9 @@ ensure_web() {
   [ "${#missing[@]}" -eq 0 ] && return 0
   echo "Installing Debian packages for the local web tier tests: ${missing[*]}"
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-      nginx php8.2-fpm php8.2-mysql php8.2-cli wordpress >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "Missing ${missing[*]}: install them (apt-get install nginx php8.2-fpm php8.2-mysql php8.2-cli wordpress)" >&2
+    echo "Missing ${missing[*]}: install them (apt-get install ${missing[*]})" >&2
     return 1
   fi
 }
@@ -339,8 +341,8 @@ case "$mode" in
     ensure_postgres
     if [ "$mode" = api ] || [[ " $* " =~ (local|hostile|sftp|ssh|fleet|browser|acme) ]]; then ensure_packages; fi
     if [ "$mode" = api ] || [[ " $* " == *browser* ]]; then ensure_chromium; fi
-    if [ "$mode" = api ] || [[ " $* " == *local* ]] || [[ " $* " == *drivers* ]] || [[ " $* " == *hostile-tenant* ]]; then ensure_mariadb; fi
-    if [ "$mode" = api ] || [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]] || [[ " $* " == *hostile-tenant* ]]; then ensure_web; fi
+    if [ "$mode" = api ] || [[ " $* " == *local* ]] || [[ " $* " == *drivers* ]] || [[ " $* " == *hostile-tenant* ]] || [[ " $* " == *fleet-netns* ]]; then ensure_mariadb; fi
+    if [ "$mode" = api ] || [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]] || [[ " $* " == *hostile-tenant* ]] || [[ " $* " == *fleet-netns* ]]; then ensure_web; fi
     if [ "$mode" = api ] || [[ " $* " == *local-acme* ]]; then ensure_pebble; fi
     status=0
     run_api "pglite postgres" "$@" || status=$?
@@ -362,7 +364,7 @@ case "$mode" in
     ensure_mariadb
     ensure_postgres
     if [ "$mode" = postgres ] || [[ " $* " =~ (local|hostile|sftp|ssh|fleet|browser|acme) ]]; then ensure_packages; fi
-    if [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]]; then ensure_web; fi
+    if [[ " $* " == *local-web* ]] || [[ " $* " == *local-acme* ]] || [[ " $* " == *fleet-netns* ]]; then ensure_web; fi
     if [[ " $* " == *local-acme* ]]; then ensure_pebble; fi
     status=0
     run_api postgres "$@" || status=$?

@@ -115,7 +115,8 @@ async function doctor(config: Config, refuse: boolean) {
  */
 async function agent() {
   const config = loadConfig();
-  const { controlPlaneUrl, enrolmentToken, credentialFile, heartbeatSeconds } = config.fleet.agent;
+  const { controlPlaneUrl, enrolmentToken, credentialFile, heartbeatSeconds, reconcileSeconds } =
+    config.fleet.agent;
   if (!controlPlaneUrl) throw new Error('agent needs AGENT_CONTROL_PLANE_URL');
   if (config.driver.kind === 'fleet')
     throw new Error('agent runs HOSTING_DRIVER=local (or simulated), not fleet');
@@ -134,11 +135,19 @@ async function agent() {
       credentialFile,
       enrolmentToken,
       heartbeatSeconds,
+      reconcileSeconds,
       driver,
       version: AGENT_VERSION,
       dataDir: config.dataDir,
       log: (message) => console.log(`hostplane agent: ${message}`),
       signal: stop.signal,
+      ...(config.fleet.agent.killBeforeReport && {
+        beforeReport: (method: string, status: string) => {
+          if (method !== config.fleet.agent.killBeforeReport || status !== 'done') return;
+          console.log(`hostplane agent: fault: killed after doing ${method}, before reporting it`);
+          process.kill(process.pid, 'SIGKILL');
+        },
+      }),
       installs: agentInstalls(database.db),
     });
   } finally {

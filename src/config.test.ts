@@ -449,5 +449,17 @@ describe('loadConfig', () => {
       }
     })();
     assert.equal(problems.length, 3, problems.join('; '));
+    // Decision #170: the agent's test fault only in test mode, and only a method name.
+    assert.equal(config.fleet.agent.killBeforeReport, null);
+    assert.equal(
+      loadConfig({ HOSTPLANE_FAULTS: 'on', AGENT_FAULT_KILL_BEFORE_REPORT: 'backup' }).fleet.agent
+        .killBeforeReport,
+      'backup',
+    );
+    for (const env of [
+      { AGENT_FAULT_KILL_BEFORE_REPORT: 'backup' },
+      { HOSTPLANE_FAULTS: 'on', AGENT_FAULT_KILL_BEFORE_REPORT: 'rm -rf' },
+    ])
+      assert.throws(() => loadConfig(env), /AGENT_FAULT_KILL_BEFORE_REPORT/);
   });
 });

@@ -253,6 +253,14 @@ export interface FleetConfig {
     readonly credentialFile: string;
     /** `AGENT_HEARTBEAT_SECONDS`, default 10. */
     readonly heartbeatSeconds: number;
+    /** `AGENT_RECONCILE_SECONDS`, default 300: how often the agent compares the server with its installs. */
+    readonly reconcileSeconds: number;
+    /**
+     * `AGENT_FAULT_KILL_BEFORE_REPORT` (tests only, needs `HOSTPLANE_FAULTS=on`): a driver method
+     * (`backup`, `provision`, ...); the agent kills itself (SIGKILL) after doing the first call of it
+     * and before reporting it. Null: never.
+     */
+    readonly killBeforeReport: string | null;
   };
 }
 
@@ -546,6 +554,11 @@ function fleetVars(env: Env, dataDir: string, problems: string[]): FleetConfig {
   const token = env.AGENT_ENROLMENT_TOKEN || null;
   if (token !== null && !/^hpe_[A-Za-z0-9_-]{20,200}$/.test(token))
     problems.push('AGENT_ENROLMENT_TOKEN must be an enrolment token as POST /admin/v1/servers answered it');
+  const killBeforeReport = env.AGENT_FAULT_KILL_BEFORE_REPORT || null;
+  if (killBeforeReport !== null && env.HOSTPLANE_FAULTS !== 'on')
+    problems.push('AGENT_FAULT_KILL_BEFORE_REPORT is a test fault: it needs HOSTPLANE_FAULTS=on');
+  if (killBeforeReport !== null && !/^[a-zA-Z]{1,40}$/.test(killBeforeReport))
+    problems.push('AGENT_FAULT_KILL_BEFORE_REPORT must be a driver method name (e.g. backup)');
   return Object.freeze({
     enrolmentTtlSeconds: intVar(env, 'FLEET_ENROLMENT_TTL_SECONDS', 3600, 60, 30 * 86_400, problems),
     rotationGraceSeconds: intVar(env, 'FLEET_ROTATION_GRACE_SECONDS', 300, 0, 86_400, problems),
@@ -559,6 +572,8 @@ function fleetVars(env: Env, dataDir: string, problems: string[]): FleetConfig {
       enrolmentToken: token,
       credentialFile: path.resolve(env.AGENT_CREDENTIAL_FILE || path.join(dataDir, 'agent-credential')),
       heartbeatSeconds,
+      reconcileSeconds: intVar(env, 'AGENT_RECONCILE_SECONDS', 300, 1, 86_400, problems),
+      killBeforeReport,
     }),
   });
 }

@@ -261,6 +261,11 @@ export const operations = pgTable(
      * the secret box (context `operation-secret:<id>`); erased when the owner has read it.
      */
     secret_sealed: text('secret_sealed'),
+    /**
+     * Issue 30: why the open operation waits (its hosting server is silent), set and cleared by the
+     * fleet's calls (modules/servers/servers.calls.service.ts); null: it does not wait on a server.
+     */
+    waiting_reason: text('waiting_reason'),
     expected_at: at('expected_at'),
     created_at: createdAt(),
     started_at: at('started_at'),

@@ -197,6 +197,12 @@ export interface HostingDriver {
    */
   start?(): Promise<void>;
   /**
+   * Issue 30, the agent's reconcile (at its start and every AGENT_RECONCILE_SECONDS): what serves the
+   * installs started again when it stopped (`repaired`), and what is missing of `installIds` (their
+   * server blocks, pools) as `drift`, one line each. Optional: a driver with nothing to compare.
+   */
+  reconcile?(installIds: string[]): Promise<{ repaired: string[]; drift: string[] }>;
+  /**
    * Usage from the server (issue 21): the traffic logged since the last call, handed to `store` as
    * each touched day's absolute totals per install (storing them again is harmless); the driver moves
    * past those lines only once `store` resolved. Optional: a driver without server logs has none.

@@ -21,6 +21,11 @@ export async function forgetInstall(db: Db, id: string) {
   await db.delete(installs).where(eq(installs.id, id));
 }
 
+export async function installIds(db: Db): Promise<string[]> {
+  const rows = await db.select({ id: installs.id }).from(installs);
+  return rows.map((r) => r.id);
+}
+
 export async function countInstalls(db: Db): Promise<number> {
   const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(installs);
   return Number(row?.n ?? 0);

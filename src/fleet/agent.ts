@@ -31,12 +31,17 @@ export interface AgentDeps {
   dataDir: string;
   log: (message: string) => void;
   signal: AbortSignal;
+  /** Test mode: called with a call's method and outcome after the work, before the report. */
+  beforeReport?: (method: string, status: string) => void;
   /** The installs this server hosts, in the agent's own database (agent.repo.ts). */
   installs: {
     ensure(id: string, name: string | null): Promise<void>;
     forget(id: string): Promise<void>;
     count(): Promise<number>;
+    ids(): Promise<string[]>;
   };
+  /** How often the server is compared with its installs (drivers/driver.ts `reconcile`). */
+  reconcileSeconds: number;
 }
 
 interface Call {
@@ -119,7 +124,8 @@ const isMethod = (method: string): method is RemoteMethod => Object.hasOwn(REMOT
 export async function runAgent(deps: AgentDeps): Promise<void> {
   const { controlPlaneUrl, driver, log, signal } = deps;
   let credential = readCredential(deps.credentialFile);
-  const session = randomBytes(12).toString('base64url');
+  const newSession = () => randomBytes(12).toString('base64url');
+  let session = newSession();
   /** The highest placement generation seen per install: an older call is refused (stale). */
   const generations = new Map<string, number>();
 
@@ -168,6 +174,21 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
     log(`enrolled as server ${String(enrolled.server_id)}`);
   }
 
+  /** What the last reconcile found missing (sent with each heartbeat until the next one). */
+  let drift: string[] = [];
+  async function reconcile() {
+    if (!driver.reconcile) return;
+    try {
+      const found = await driver.reconcile(await deps.installs.ids());
+      for (const line of found.repaired) log(`reconcile: ${line}`);
+      if (found.drift.join('\n') !== drift.join('\n'))
+        log(`reconcile: ${found.drift.length === 0 ? 'no drift' : found.drift.join('; ')}`);
+      drift = found.drift.slice(0, 100).map((line) => line.slice(0, 300));
+    } catch (err) {
+      if (!signal.aborted) log(`reconcile failed: ${(err as Error).message}`);
+    }
+  }
+
   async function capacity() {
     const disk = await fs.promises.statfs(deps.dataDir);
     return {
@@ -177,6 +198,7 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
       memory_free_bytes: os.freemem(),
       load1: os.loadavg()[0] ?? 0,
       installs: await deps.installs.count(),
+      drift,
     };
   }
 
@@ -227,6 +249,7 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
       const final = err instanceof DriverError && err.final;
       outcome = { status: 'failed', error: (err as Error).message || 'failed', final };
     }
+    deps.beforeReport?.(call.method, String(outcome.status));
     if (!(await report(call, outcome))) return;
     log(`call ${call.method} of install ${install}: ${String(outcome.status)}`);
     // The control plane keeps the administrator password now (sealed): the driver forgets its copy.
@@ -240,6 +263,19 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
   await heartbeat();
   log(`agent ${deps.version} connected to ${controlPlaneUrl} (session ${session})`);
   let stopped: unknown = null;
+  // Issue 30: at start and every reconcileSeconds; a call and a reconcile never run at once (the one
+  // writer of this server): the reconcile waits for the call in progress (`busy`).
+  let busy: Promise<void> = Promise.resolve();
+  const ending = new AbortController();
+  const end = () => ending.abort();
+  signal.addEventListener('abort', end, { once: true });
+  const reconciles = (async () => {
+    while (!ending.signal.aborted && !stopped) {
+      await busy;
+      await reconcile();
+      await sleep(deps.reconcileSeconds * 1000, ending.signal);
+    }
+  })();
   const beats = (async () => {
     while (!signal.aborted && !stopped) {
       await sleep(deps.heartbeatSeconds * 1000, signal);
@@ -266,17 +302,26 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
       } catch (err) {
         if (err instanceof AgentStopped) throw err;
         if (signal.aborted) break;
+        // The answer may have been lost with calls in it (a network cut): a new session gives back
+        // whatever the control plane handed out to this server (this agent holds nothing between
+        // fetches), instead of waiting for their expiry (docs/decisions.md #168).
+        session = newSession();
         log(`fetch failed, retrying: ${(err as Error).message}`);
         await sleep(2000, signal);
         continue;
       }
       for (const call of calls) {
         if (signal.aborted) break;
-        await run(call);
+        const running = run(call);
+        busy = running.catch(() => undefined);
+        await running;
       }
     }
   } finally {
+    end();
+    signal.removeEventListener('abort', end);
     await beats;
+    await reconciles;
   }
   if (stopped) throw stopped;
 }
@@ -286,4 +331,5 @@ export const agentInstalls = (db: Db): AgentDeps['installs'] => ({
   ensure: (id, name) => agentRepo.ensureInstall(db, id, name),
   forget: (id) => agentRepo.forgetInstall(db, id),
   count: () => agentRepo.countInstalls(db),
+  ids: () => agentRepo.installIds(db),
 });

@@ -19,8 +19,11 @@ export function runCli(
   env: Record<string, string>,
   /** `bin/hostplane.js`: what `npm start` runs (the bundle of the same build, issue 20). */
   entry = 'dist/cli.js',
+  /** A command to run it under, e.g. `ip netns exec NAME` (issue 30's hosting servers). */
+  prefix: string[] = [],
 ): Running {
-  const child = spawn(process.execPath, [entry, ...args], {
+  const [command = process.execPath, ...before] = [...prefix, process.execPath];
+  const child = spawn(command, [...before, entry, ...args], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -6054,6 +6054,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -6264,6 +6266,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -6402,6 +6406,8 @@ export interface operations {
                             started_at: string | null;
                             completed_at: string | null;
                             error: string | null;
+                            /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                            waiting_reason?: string;
                             /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                             wordpress_admin?: {
                                 username: string;
@@ -6615,6 +6621,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -7378,6 +7386,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -9088,6 +9098,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -19982,6 +19994,8 @@ export interface operations {
                                 memory_free_bytes: number;
                                 load1: number;
                                 installs: number;
+                                /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                                drift?: string[];
                             } | null;
                             drain: {
                                 /** Format: uuid */
@@ -20135,6 +20149,8 @@ export interface operations {
                                 memory_free_bytes: number;
                                 load1: number;
                                 installs: number;
+                                /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                                drift?: string[];
                             } | null;
                             drain: {
                                 /** Format: uuid */
@@ -20340,6 +20356,8 @@ export interface operations {
                             memory_free_bytes: number;
                             load1: number;
                             installs: number;
+                            /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                            drift?: string[];
                         } | null;
                         drain: {
                             /** Format: uuid */
@@ -20651,6 +20669,8 @@ export interface operations {
                             memory_free_bytes: number;
                             load1: number;
                             installs: number;
+                            /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                            drift?: string[];
                         } | null;
                         drain: {
                             /** Format: uuid */
@@ -21020,6 +21040,8 @@ export interface operations {
                             memory_free_bytes: number;
                             load1: number;
                             installs: number;
+                            /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                            drift?: string[];
                         } | null;
                         drain: {
                             /** Format: uuid */
@@ -22317,6 +22339,8 @@ export interface operations {
                         memory_free_bytes: number;
                         load1: number;
                         installs: number;
+                        /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                        drift?: string[];
                     };
                 };
             };

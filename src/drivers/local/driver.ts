@@ -172,6 +172,10 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
         (ctx.web as NonNullable<typeof ctx.web>).collectTraffic(store, now),
     }),
 
+    ...(ctx.web && {
+      reconcile: (installIds: string[]) => (ctx.web as NonNullable<typeof ctx.web>).reconcile(installIds),
+    }),
+
     start: async () => {
       // Issue 28: HOSTING_ROOT's root-owned layout with its modes (the web tier's too, with it).
       if (ctx.web) await ctx.web.start();

@@ -12,7 +12,7 @@ import { hostName, installSlug, pathsOf, serverName, systemUser, webPaths } from
 import { createPhpFpm } from './php-fpm.js';
 import { ToolError } from './run.js';
 import { searchReplace, urlPairs } from './search-replace.js';
-import { signalDaemon } from './supervise.js';
+import { livePid, signalDaemon } from './supervise.js';
 import * as tenant from './tenant.js';
 import { createWebServer, type ServerBlock } from './webserver.js';
 import * as wordpress from './wordpress.js';
@@ -342,6 +342,32 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       // nginx's workers take the groups nginx's user was just added to at their next start.
       if (!(await signalIfJoined(joined))) await nginx.ensureRunning();
       await fpm.ensureRunning();
+    },
+
+    /**
+     * Issue 30: nginx and PHP-FPM started again when they are not running (answers what was), and
+     * what is missing of each install (its server block, its pool).
+     */
+    async reconcile(installIds: string[]) {
+      const repaired: string[] = [];
+      if (!(await nginx.running())) {
+        await nginx.ensureRunning();
+        repaired.push('nginx was not running: started');
+      }
+      // PHP-FPM runs only once an install has a pool: started again only when it then runs.
+      if (!(await livePid(paths.fpmPid))) {
+        await fpm.ensureRunning();
+        if (await livePid(paths.fpmPid)) repaired.push('PHP-FPM was not running: started');
+      }
+      const drift: string[] = [];
+      for (const id of installIds) {
+        const slug = installSlug(id);
+        if (!(await files.exists(path.join(paths.sites, `${slug}.conf`))))
+          drift.push(`install ${id}: its server block is missing`);
+        if (!(await files.exists(path.join(paths.pools, `${slug}.conf`))))
+          drift.push(`install ${id}: its PHP-FPM pool is missing`);
+      }
+      return { repaired, drift };
     },
 
     /** Rolls every install's new access-log lines (access-log.ts); answers the days stored. */

@@ -67,7 +67,7 @@ export function createDomainsService(deps: DomainsDeps) {
     const views: DomainView[] = rows.map((row) => ({
       ...row,
       cname: `${install.name}.${installDomain}`,
-      a_records: install.stable_ips ?? [],
+      a_records: install.server_ipv4 ?? install.stable_ips ?? [],
       ssl_status: ssl.get(row.name) ?? 'none',
     }));
     return { views, validUntil: changesAt };

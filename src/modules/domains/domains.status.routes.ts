@@ -13,7 +13,7 @@ type Found = Awaited<ReturnType<DomainStatusService['get']>>;
 
 /** Projection into the reference's DomainStatusReport. */
 function toReport({ install, report, result }: Found) {
-  const ip = install.stable_ips?.[0];
+  const ip = (install.server_ipv4 ?? install.stable_ips)?.[0];
   return {
     report: {
       complete: report.completed_at !== null,

@@ -80,7 +80,7 @@ export function createDomainStatusJobs(deps: DomainStatusDeps) {
       const status = await checkPointing(resolver, report.domain_name, {
         name: install.name,
         cname: `${install.name}.${installDomain}`,
-        stable_ips: install.stable_ips ?? [],
+        stable_ips: install.server_ipv4 ?? install.stable_ips ?? [],
       });
       await repo.completeReport(db, report.id, status, clock.now());
     },

@@ -1,7 +1,7 @@
 import { and, asc, eq, ne, type SQL, sql } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
-import { domains, installs } from '../../db/schema.js';
+import { domains, installPlacements, installs, servers } from '../../db/schema.js';
 
 const projection = {
   id: installs.id,
@@ -18,6 +18,13 @@ const projection = {
   defer_wordpress_upgrades_until: installs.defer_wordpress_upgrades_until,
   maintenance_mode: installs.maintenance_mode,
   created_at: installs.created_at,
+  /**
+   * Issue 30: the IPv4 addresses of the hosting server the install is placed on (null: not placed,
+   * e.g. the local driver): its domains' A records (docs/decisions.md #167).
+   */
+  server_ipv4: sql<string[] | null>`(select ${servers.ipv4} from ${installPlacements}
+    join ${servers} on ${servers.id} = ${installPlacements.server_id}
+    where ${installPlacements.install_id} = ${installs.id})`,
 };
 export type InstallRow = RowOf<typeof projection>;
 

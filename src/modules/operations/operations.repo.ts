@@ -17,6 +17,7 @@ const projection = {
   result: operations.result,
   /** Issue 21: whether a secret of the result waits to be shown (the value itself is never projected). */
   has_secret: sql<boolean>`${operations.secret_sealed} is not null`,
+  waiting_reason: operations.waiting_reason,
   expected_at: operations.expected_at,
   created_at: operations.created_at,
   started_at: operations.started_at,

@@ -17,6 +17,12 @@ export const OperationSchema = Type.Object(
     started_at: Nullable(DateTime()),
     completed_at: Nullable(DateTime()),
     error: Nullable(Type.String()),
+    waiting_reason: Type.Optional(
+      Type.String({
+        description:
+          'Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait',
+      }),
+    ),
     wordpress_admin: Type.Optional(
       Type.Object(
         {

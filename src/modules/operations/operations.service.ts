@@ -210,6 +210,7 @@ export function toOperation(row: repo.OperationRow, password?: string) {
     started_at: row.started_at?.toISOString() ?? null,
     completed_at: row.completed_at?.toISOString() ?? null,
     error: row.error,
+    ...(row.waiting_reason && !TERMINAL.has(row.status) && { waiting_reason: row.waiting_reason }),
     ...(admin && {
       wordpress_admin: {
         username: admin.username,

@@ -116,7 +116,7 @@ export function agentRoutes({ services }: RouteContext): RoutesPlugin {
           if (!connected(request)) abort.abort();
         };
         // The socket's close (the request's fires once its body is read): a dead agent's long poll
-        // must stop, or it would take the calls given back for its successor (issue 30, moves).
+        // must stop, or it would take the calls given back for its successor (decision #173).
         const socket = request.raw.socket;
         socket?.on('close', gone);
         request.raw.on('close', gone);

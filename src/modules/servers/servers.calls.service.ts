@@ -7,6 +7,7 @@ import { DriverError, type DriverOperation } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { SecretBox } from '../../secrets.js';
+import { PLANS_WITH_STABLE_IPS } from '../installs/installs.service.js';
 import * as repo from './servers.repo.js';
 
 /** What a remote driver call is, as the driver names it (its method) and as an operation (errors). */
@@ -88,6 +89,9 @@ export function createFleetCalls({
         throw new DriverError(operation, `no live, active hosting server${where} has room for the install`);
       }
       await repo.insertPlacement(tx, installId, serverId, clock.now());
+      // I9: only the plans with stable IPs show them; theirs are their server's addresses.
+      if (PLANS_WITH_STABLE_IPS.includes(install.plan))
+        await repo.setStableIpsFromServer(tx, installId, serverId);
     });
   }
 
@@ -99,7 +103,7 @@ export function createFleetCalls({
     const now = clock.now().getTime();
     const silent = !heartbeat || now - heartbeat.getTime() > fleet.silentSeconds * 1000;
     if (!silent) {
-      if (call.waiting_reason) await repo.updateCall(db, call.id, { waiting_reason: null });
+      if (call.waiting_reason) await noteWaiting(call, null);
       return { done: false as const, checkAt: later() };
     }
     const name = server?.name ?? call.server_id;
@@ -109,17 +113,28 @@ export function createFleetCalls({
       : `hosting server ${name} has no agent heartbeat yet`;
     if (now - since > fleet.silentFailSeconds * 1000) {
       const error = `${reason}: the call waited ${fleet.silentFailSeconds} s and was given up`;
-      await repo.updateCall(db, call.id, {
-        state: 'failed',
-        error,
-        final: true,
-        settled_at: clock.now(),
+      await withTransaction(db, async (tx) => {
+        await repo.updateCall(tx, call.id, {
+          state: 'failed',
+          error,
+          final: true,
+          waiting_reason: null,
+          settled_at: clock.now(),
+        });
+        await repo.setOperationWaiting(tx, call.key, null);
       });
       throw new DriverError(operation, error, true);
     }
-    if (call.waiting_reason !== reason) await repo.updateCall(db, call.id, { waiting_reason: reason });
+    if (call.waiting_reason !== reason) await noteWaiting(call, reason);
     return { done: false as const, checkAt: later() };
   }
+
+  /** Why the call waits (null: it no longer does), on the call and on its operation (shown there). */
+  const noteWaiting = (call: repo.CallRow, reason: string | null) =>
+    withTransaction(db, async (tx) => {
+      await repo.updateCall(tx, call.id, { waiting_reason: reason });
+      await repo.setOperationWaiting(tx, call.key, reason);
+    });
 
   /**
    * A settled call: its result, or its failure as a DriverError. A failure a retry can change (not
@@ -301,6 +316,8 @@ export function createFleetCalls({
           return { state: call.state };
         }
         const now = clock.now();
+        // The agent answered: the call no longer waits on a silent server.
+        if (call.waiting_reason) await repo.setOperationWaiting(tx, call.key, null);
         if (outcome.status === 'pending') {
           await queue.completeServerJob(tx, serverId, jobId);
           // A report of an ask already asked again (a retried report) queues nothing more.

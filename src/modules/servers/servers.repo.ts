@@ -199,9 +199,10 @@ export async function placementOf(db: Db, installId: string) {
 
 /** Locks the install's row (placement is decided once per install); null when the install is gone. */
 export async function lockInstall(tx: Db, installId: string) {
-  const rows = await queryRows<{ id: string; preferred_data_center: string | null }>(
+  const rows = await queryRows<{ id: string; preferred_data_center: string | null; plan: string }>(
     tx,
-    sql`select ${installs.id} as id, ${accounts.preferred_data_center} as preferred_data_center
+    sql`select ${installs.id} as id, ${accounts.preferred_data_center} as preferred_data_center,
+          ${accounts.plan} as plan
         from ${installs} join ${accounts} on ${accounts.id} = ${installs.account_id}
         where ${installs.id} = ${installId} for update of ${installs}`,
   );
@@ -230,6 +231,14 @@ export async function insertPlacement(tx: Db, installId: string, serverId: strin
     .insert(installPlacements)
     .values({ install_id: installId, server_id: serverId, generation: 1, placed_at: at })
     .onConflictDoNothing();
+}
+
+/** Issue 30: the install's stable IPs become its server's addresses (IPv4 first): decision #167. */
+export async function setStableIpsFromServer(tx: Db, installId: string, serverId: string) {
+  await tx.execute(
+    sql`update ${installs} set stable_ips = ${servers.ipv4} || ${servers.ipv6}
+        from ${servers} where ${servers.id} = ${serverId} and ${installs.id} = ${installId}`,
+  );
 }
 
 export async function deletePlacement(tx: Db, installId: string, generation: number) {
@@ -291,6 +300,27 @@ export async function insertCall(tx: Db, values: typeof fleetCalls.$inferInsert)
 
 export async function updateCall(tx: Db, id: string, values: Partial<typeof fleetCalls.$inferInsert>) {
   await tx.update(fleetCalls).set(values).where(eq(fleetCalls.id, id));
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Issue 30: the reason a call waits, on the open operation it is part of (its key is the
+ * operation's id, or the id and `:step`); a key of no operation changes nothing.
+ */
+export async function setOperationWaiting(tx: Db, callKey: string, reason: string | null) {
+  const id = callKey.split(':')[0] ?? '';
+  if (!UUID.test(id)) return;
+  await tx
+    .update(operations)
+    .set({ waiting_reason: reason })
+    .where(
+      and(
+        eq(operations.id, id),
+        sql`${operations.status} in ('queued', 'in_progress')`,
+        sql`${operations.waiting_reason} is distinct from ${reason}`,
+      ),
+    );
 }
 
 /** The current generation of an install's placement (null: not placed, or no longer). */

@@ -56,6 +56,13 @@ export const ServerReport = Type.Object({
   memory_free_bytes: Type.Integer({ minimum: 0 }),
   load1: Type.Number({ minimum: 0, maximum: 1_000_000 }),
   installs: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+  drift: Type.Optional(
+    Type.Array(Type.String({ maxLength: 300 }), {
+      maxItems: 100,
+      description:
+        "Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each",
+    }),
+  ),
 });
 
 export const ServerSchema = Type.Object({

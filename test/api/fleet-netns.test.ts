@@ -1,0 +1,414 @@
+// test-db: postgres (the subject is the hosting servers: agents, nginx, PHP-FPM and MariaDB in network namespaces)
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs, { existsSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { queryRows } from '../../src/db/client.js';
+import { factories } from '../support/factories.js';
+import { buildTestApp, clientFor, type Json, uniqueName } from '../support/harness.js';
+import { operationPath } from '../support/jobs.js';
+import { agentOutput, NETNS_TOOLS, netnsHosting } from '../support/netns-hosting.js';
+
+// Issue 30 on real hosting servers: three network namespaces (test/support/netns.ts), each with its
+// own MariaDB, HOSTING_ROOT and a `hostplane agent` running the local driver (nginx on port 80 of the
+// server's address, PHP-FPM, WordPress); the control plane (HOSTING_DRIVER=fleet) is this process,
+// listening on the host's end of the namespaces' links. Its clock is manual (its jobs run through
+// runJobs); the agents run on real time. One set of servers for the whole file.
+const missing = NETNS_TOOLS.filter((p) => !existsSync(p));
+const root = process.getuid?.() === 0;
+const skip = !root ? 'network namespaces need root' : missing.length > 0 && `missing ${missing.join(', ')}`;
+
+/** GET `urlPath` on `address`:80 with `host` as the Host header: status and body, null when refused or cut. */
+function get(address: string, host: string, urlPath = '/', timeoutMs = 30_000) {
+  return new Promise<{ status: number; body: string } | null>((resolve) => {
+    const req = http.request(
+      { host: address, port: 80, path: urlPath, headers: { host }, timeout: timeoutMs },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', () => resolve(null));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}
+
+describe('issue 30: three hosting servers in network namespaces', { skip }, async () => {
+  if (skip) return;
+  const hosting = await netnsHosting(3);
+  const t = await buildTestApp({
+    env: { HOSTING_DRIVER: 'fleet', FLEET_SILENT_SECONDS: '30', FLEET_SILENT_FAIL_SECONDS: '3600' },
+  });
+  const f = factories(t);
+  await t.app.listen({ port: 0, host: hosting.ns.hostAddress });
+  hosting.onRemove(() => t.app.server.closeAllConnections());
+  const address = t.app.server.address();
+  const url = `http://${hosting.ns.hostAddress}:${typeof address === 'object' && address ? address.port : 0}`;
+  const region = uniqueName('r-');
+
+  async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 120_000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const value = await probe();
+      if (value) return value;
+      if (Date.now() > deadline) {
+        const outputs = hosting.servers.map((s) => `server ${s.index}:\n${agentOutput(s)}`).join('\n---\n');
+        throw new Error(
+          `timed out waiting for ${what}; agents:\n${outputs}\njobs:\n${JSON.stringify(t.jobLog.slice(-5))}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  // The control plane's clock follows real time (the agents' heartbeats are on real time: a server is
+  // silent after FLEET_SILENT_SECONDS of real silence), moved by hand before each run of the due jobs.
+  let lastTick = Date.now();
+  async function tick() {
+    const now = Date.now();
+    t.clock.advance(Math.max(now - lastTick, 0));
+    lastTick = now;
+    await t.runJobs();
+  }
+
+  // Enrol the three servers (their addresses are their namespaces'); each agent starts its tier.
+  const servers: Json[] = [];
+  for (const server of hosting.servers) {
+    const created = await t.admin.post('/admin/v1/servers', {
+      name: uniqueName(`srv-${server.index}-`),
+      labels: { region },
+      ipv4: [server.address],
+      capacity: { installs: 10 },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    servers.push(created.body.server);
+    hosting.startAgent(server.index, url, created.body.enrolment.token);
+  }
+  for (const server of servers)
+    await until(`server ${server.name} live`, async () => {
+      const got = await t.admin.get(`/admin/v1/servers/${server.id}`);
+      return got.body.status === 'live' && got.body.enrolled;
+    });
+
+  // A plan with stable IPs (I9): an install's are its server's addresses.
+  const account = await f.account({ preferred_data_center: region, plan: 'premium' });
+  const owner = await f.user([{ account_id: account.id, roles: 'owner' }]);
+
+  /**
+   * Creates `count` installs, each placed before the next is made (placement counts the ones before
+   * it), then waits until their agents provisioned them (the servers work at once); each with its
+   * server's index.
+   */
+  async function provisioned(count: number) {
+    const created: { install: Json; site: Json }[] = [];
+    for (let i = 0; i < count; i++) {
+      const site = await f.site(owner.client, account.id);
+      const install = await f.install(owner.client, account.id, site.id, 'production');
+      hosting.installs.add(install.id);
+      await t.runJobs();
+      created.push({ install, site });
+    }
+    const active = new Set<string>();
+    await until('the installs provisioned', async () => {
+      await tick();
+      for (const { install } of created)
+        if ((await owner.client.get(`/v1/installs/${install.id}`)).body.status === 'active')
+          active.add(install.id);
+      return active.size === created.length;
+    });
+    const done = [];
+    for (const { install, site } of created) {
+      const got = await owner.client.get(`/v1/installs/${install.id}`);
+      done.push({ install: got.body as Json, site, server: await serverOf(install.id) });
+    }
+    return done;
+  }
+
+  async function serverOf(installId: string) {
+    for (const [i, server] of servers.entries()) {
+      const placed = await t.admin.get(`/admin/v1/servers/${server.id}/installs`);
+      if ((placed.body.results as Json[]).some((p) => p.install_id === installId)) return i;
+    }
+    return -1;
+  }
+
+  const made: Awaited<ReturnType<typeof provisioned>> = [];
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** The hosting databases (`hp_...`) in server `i`'s own MariaDB (asked inside its namespace). */
+  const databasesOn = (i: number) =>
+    execFileSync(
+      'ip',
+      [
+        'netns',
+        'exec',
+        hosting.ns.servers[i]?.name ?? '',
+        'mariadb',
+        '--no-defaults',
+        '-h127.0.0.1',
+        '-uroot',
+        '-N',
+        '-e',
+        "SHOW DATABASES LIKE 'hp\\_%'",
+      ],
+      { encoding: 'utf8' },
+    )
+      .split('\n')
+      .filter(Boolean);
+  const slugOf = (id: string) => `hp_${id.replace(/-/g, '')}`;
+
+  async function backup(installId: string, description: string) {
+    const res = await owner.client.post(`/v1/installs/${installId}/backups`, {
+      description,
+      notification_emails: ['ops@example.test'],
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    return operationPath(res);
+  }
+  const backupsNamed = async (installId: string, description: string) =>
+    ((await owner.client.get(`/v1/installs/${installId}/backups`)).body.results as Json[]).filter(
+      (b) => b.description === description,
+    ).length;
+  const statusOf = async (i: number) =>
+    (await t.admin.get(`/admin/v1/servers/${servers[i]?.id}`)).body.status as string;
+
+  it('issue 30: installs spread over the three by placement; each WordPress answers on its own server and on no other; stable_ips and a_records are its server addresses', async () => {
+    made.push(...(await provisioned(3)));
+    assert.deepEqual(made.map((m) => m.server).sort(), [0, 1, 2], 'one install on each server');
+    for (const { install, server } of made) {
+      const own = hosting.servers[server]?.address ?? '';
+      const page = await until(`WordPress of ${install.cname} on its server`, async () => {
+        const res = await get(own, install.cname);
+        return res?.status === 200 && res;
+      });
+      assert.match(page.body, /Hello world!/, "WordPress's first post");
+      for (const other of hosting.servers.filter((s) => s.index !== server)) {
+        const res = await get(other.address, install.cname);
+        assert.ok(res === null || res.status !== 200, `served by server ${other.index} too: ${res?.status}`);
+      }
+      assert.deepEqual(install.stable_ips, [own]);
+      const domains = await owner.client.get(`/v1/installs/${install.id}/domains`);
+      assert.equal(domains.status, 200, JSON.stringify(domains.body));
+      for (const domain of domains.body.results as Json[])
+        assert.deepEqual(domain.network_details.dns_config_info.a_records, [own]);
+    }
+  });
+  it("issue 30: a server's link cut for 60 s: its installs' operations wait (waiting_reason) and complete once after it returns; the other servers' complete meanwhile and reads answer", async () => {
+    const cut = made[0];
+    const other = made.find((m) => m.server !== cut?.server);
+    assert.ok(cut && other);
+    const x = cut.server;
+    hosting.ns.cut(x);
+    const cutAt = Date.now();
+    let waitingOp = '';
+    try {
+      waitingOp = await backup(cut.install.id, 'during the cut');
+      const otherOp = await backup(other.install.id, 'beside the cut');
+      const latencies: number[] = [];
+      const read = async () => {
+        const started = Date.now();
+        const res = await owner.client.get(`/v1/installs/${cut.install.id}`);
+        latencies.push(Date.now() - started);
+        assert.equal(res.status, 200);
+      };
+      await until("the other server's backup completed during the cut", async () => {
+        await tick();
+        await read();
+        return (await owner.client.get(otherOp)).body.status === 'completed';
+      });
+      const waiting = await until(
+        'the cut server silent and its operation waiting with the reason',
+        async () => {
+          await tick();
+          await read();
+          const op = await owner.client.get(waitingOp);
+          return op.body.waiting_reason && op.body;
+        },
+      );
+      assert.match(String(waiting.waiting_reason), /silent/);
+      assert.ok(['queued', 'in_progress'].includes(waiting.status), JSON.stringify(waiting));
+      assert.equal(await statusOf(x), 'silent');
+      for (const m of made.filter((m) => m.server !== x)) assert.equal(await statusOf(m.server), 'live');
+      while (Date.now() - cutAt < 60_000) {
+        await tick();
+        await read();
+        await sleep(1000);
+      }
+      latencies.sort((a, b) => a - b);
+      console.log(
+        `issue 30: API reads during the cut: ${latencies.length}, p50 ${latencies[Math.floor(latencies.length / 2)]} ms, max ${latencies.at(-1)} ms`,
+      );
+      assert.notEqual((await owner.client.get(waitingOp)).body.status, 'completed');
+    } finally {
+      hosting.ns.restore(x);
+    }
+    const back = Date.now();
+    const done = await until(
+      'the waiting backup completed after the link returned',
+      async () => {
+        await tick();
+        const op = await owner.client.get(waitingOp);
+        return op.body.status === 'completed' && op.body;
+      },
+      240_000,
+    );
+    console.log(`issue 30: the waiting backup completed ${Date.now() - back} ms after the link returned`);
+    assert.equal(done.waiting_reason, undefined);
+    await until('the server live again', async () => (await statusOf(x)) === 'live');
+    assert.equal(await backupsNamed(cut.install.id, 'during the cut'), 1);
+    assert.equal(await backupsNamed(other.install.id, 'beside the cut'), 1);
+    const server = hosting.servers[x];
+    assert.ok(server);
+    assert.equal(
+      agentOutput(server).match(new RegExp(`call backup of install ${cut.install.id}: done`, 'g'))?.length,
+      1,
+      agentOutput(server),
+    );
+    assert.deepEqual(databasesOn(x), [slugOf(cut.install.id)], 'one database, on its own server');
+  });
+
+  it('issue 30: an agent SIGKILLed after doing a backup but before reporting it: the retry does no harm (one backup, one database, one server block) and the server does not flap', async () => {
+    const victim = made[1];
+    assert.ok(victim);
+    const y = victim.server;
+    const server = hosting.servers[y];
+    assert.ok(server);
+    await hosting.killAgent(y);
+    const faulty = hosting.startAgent(y, url, undefined, {
+      HOSTPLANE_FAULTS: 'on',
+      AGENT_FAULT_KILL_BEFORE_REPORT: 'backup',
+    });
+    await faulty.waitFor(/connected to/);
+    const statuses = new Set<string>();
+    const backupsDir = path.join(server.hostingRoot, 'backups', slugOf(victim.install.id));
+    const before = fs.existsSync(backupsDir) ? fs.readdirSync(backupsDir).length : 0;
+    const op = await backup(victim.install.id, 'killed before its report');
+    await until('the agent killed itself after the backup', async () => {
+      await tick();
+      statuses.add(await statusOf(y));
+      return (await Promise.race([faulty.exited, sleep(0).then(() => undefined)])) !== undefined;
+    });
+    assert.equal(await faulty.exited, 'SIGKILL', faulty.output());
+    server.agent = null;
+    const restarted = hosting.startAgent(y, url);
+    await until('the backup completed after the restart', async () => {
+      await tick();
+      statuses.add(await statusOf(y));
+      return (await owner.client.get(op)).body.status === 'completed';
+    });
+    assert.deepEqual([...statuses], ['live'], 'the server never shown silent');
+    assert.equal(await backupsNamed(victim.install.id, 'killed before its report'), 1);
+    assert.equal(fs.readdirSync(backupsDir).length, before + 1, 'one backup on the server');
+    assert.deepEqual(databasesOn(y), [slugOf(victim.install.id)]);
+    const blocks = fs
+      .readdirSync(path.join(server.hostingRoot, 'web', 'sites'))
+      .filter((f) => f.startsWith('hp_'));
+    assert.deepEqual(blocks, [`${slugOf(victim.install.id)}.conf`]);
+    assert.ok(
+      restarted.output().includes(`call backup of install ${victim.install.id}: done`),
+      restarted.output(),
+    );
+  });
+  it("issue 30: drift: one install's PHP-FPM stopped and another's server block deleted behind the agent's back: PHP-FPM started again and the missing block reported in the admin server view, within the reconcile interval", async () => {
+    const [a, b] = [made[0], made[1]];
+    assert.ok(a && b && a.server !== b.server);
+    const [sa, sb] = [hosting.servers[a.server], hosting.servers[b.server]];
+    assert.ok(sa && sb);
+    const pidOf = (server: typeof sa, file: string) =>
+      Number(fs.readFileSync(path.join(server.hostingRoot, 'web', 'run', file), 'utf8').trim() || 0);
+    const stopped = pidOf(sa, 'php-fpm.pid');
+    process.kill(stopped, 'SIGQUIT');
+    fs.rmSync(path.join(sb.hostingRoot, 'web', 'sites', `${slugOf(b.install.id)}.conf`));
+    process.kill(pidOf(sb, 'nginx.pid'), 'SIGHUP');
+    const started = Date.now();
+    await until('PHP-FPM started again and the page served', async () => {
+      let pid = 0;
+      try {
+        pid = pidOf(sa, 'php-fpm.pid');
+      } catch {}
+      return pid > 0 && pid !== stopped && (await get(sa.address, a.install.cname))?.status === 200;
+    });
+    console.log(
+      `issue 30: PHP-FPM started again ${Date.now() - started} ms after it was stopped (AGENT_RECONCILE_SECONDS=5)`,
+    );
+    assert.match(agentOutput(sa), /reconcile: PHP-FPM was not running: started/);
+    const reported = await until('the missing server block reported', async () => {
+      const got = await t.admin.get(`/admin/v1/servers/${servers[b.server]?.id}`);
+      const drift = (got.body.reported?.drift ?? []) as string[];
+      return drift.some((line) => line.includes(b.install.id) && line.includes('server block')) && drift;
+    });
+    console.log(
+      `issue 30: drift reported ${Date.now() - started} ms after the block was deleted: ${reported.join('; ')}`,
+    );
+  });
+
+  it("issue 30: a server credential: another server's call 403, the customer and admin APIs 401, revoked 401 (its agent stops); no call, database or file of an install on a server that does not host it", async () => {
+    // Every call (each holds the install's secrets: database password, certificate key) went to the
+    // server the install is placed on, and only that server's agent ran it.
+    const calls = await queryRows<{ server_id: string; install_id: string; placed: string | null }>(
+      t.database.db,
+      sql`select c.server_id, c.install_id, p.server_id as placed
+          from fleet_calls c left join install_placements p on p.install_id = c.install_id`,
+    );
+    assert.ok(calls.length >= made.length);
+    for (const call of calls) assert.equal(call.server_id, call.placed, JSON.stringify(call));
+    for (const m of made)
+      for (const other of hosting.servers.filter((s) => s.index !== m.server)) {
+        assert.ok(
+          !agentOutput(other).includes(m.install.id),
+          `server ${other.index} heard of ${m.install.id}`,
+        );
+        assert.ok(!databasesOn(other.index).includes(slugOf(m.install.id)));
+        assert.ok(!fs.existsSync(path.join(other.hostingRoot, 'installs', slugOf(m.install.id))));
+      }
+
+    const z = 2;
+    const server = hosting.servers[z];
+    assert.ok(server?.agent);
+    const credential = fs.readFileSync(path.join(server.dataDir, 'agent-credential'), 'utf8').trim();
+    const agent = clientFor(t.app, `Bearer ${credential}`);
+    const [foreign] = await queryRows<{ id: string; job_id: string }>(
+      t.database.db,
+      sql`select id, job_id from fleet_calls where server_id <> ${servers[z]?.id} and job_id is not null limit 1`,
+    );
+    assert.ok(foreign);
+    const stolen = await agent.post(`/agent/v1/calls/${foreign.id}/report`, {
+      job_id: foreign.job_id,
+      status: 'failed',
+      error: 'not mine',
+      final: true,
+    });
+    assert.equal(stolen.status, 403, JSON.stringify(stolen.body));
+    assert.equal((await agent.get('/v1/installs')).status, 401);
+    assert.equal((await agent.get('/admin/v1/servers')).status, 401);
+
+    const revoked = await t.admin.post(`/admin/v1/servers/${servers[z]?.id}/revoke`);
+    assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+    const running = server.agent;
+    const exit = await Promise.race([running.exited, sleep(90_000).then(() => 'still running')]);
+    assert.notEqual(exit, 'still running', running.output());
+    assert.match(running.output(), /refused the credential/);
+    server.agent = null;
+    const beat = await agent.post('/agent/v1/heartbeat', {
+      protocol: 1,
+      agent_version: '0.1.0',
+      report: {
+        disk_total_bytes: 1,
+        disk_free_bytes: 1,
+        memory_total_bytes: 1,
+        memory_free_bytes: 1,
+        load1: 0,
+        installs: 0,
+      },
+    });
+    assert.equal(beat.status, 401);
+  });
+});
