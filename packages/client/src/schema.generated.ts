@@ -21509,6 +21509,8 @@ export interface operations {
                         started_at: string | null;
                         completed_at: string | null;
                         error: string | null;
+                        /** @description Issue 30: why the open operation waits (its hosting server is silent); absent when it does not wait */
+                        waiting_reason?: string;
                         /** @description Issue 21 (provision_install on a host that installs WordPress): the account owner's WordPress administrator */
                         wordpress_admin?: {
                             username: string;
@@ -22057,6 +22059,8 @@ export interface operations {
                                 memory_free_bytes: number;
                                 load1: number;
                                 installs: number;
+                                /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
+                                drift?: string[];
                             } | null;
                             drain: {
                                 /** Format: uuid */
