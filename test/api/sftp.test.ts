@@ -487,8 +487,14 @@ describe('SSH and SFTP to installs (issue 31)', {
       return events.some((e) => e.status === 200) && events.some((e) => e.status === 403);
     });
     assert.ok(found, JSON.stringify(events).slice(0, 800));
+    // The owner logged in to A by its name (and, in the escape matrix, by its system user's): the
+    // name's login is the one checked here.
     const accepted = events.find(
-      (e) => e.status === 200 && e.resource.id === w.install.id && e.actor.user_id === w.owner.userId,
+      (e) =>
+        e.status === 200 &&
+        e.resource.id === w.install.id &&
+        e.actor.user_id === w.owner.userId &&
+        e.after.login === loginA,
     );
     assert.ok(accepted, 'the owner’s login to A');
     assert.equal(accepted.actor.ip, '127.0.0.1');

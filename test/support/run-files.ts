@@ -21,36 +21,42 @@ import path from 'node:path';
 type Db = 'pglite' | 'postgres';
 
 /**
- * Seconds each file took on each database (pglite, postgres) in a run on this 2-core machine; the
+ * Seconds each file took on each database (pglite, postgres) in a fresh-clone CI run on this 2-core
+ * machine (session 10; files of 25 s or more); the
  * order of a fresh clone's first run. A run's own times (TIMINGS_CACHE) take over once there is
  * one. A stale or missing entry only costs order, never a test: every file given is run, and only those.
  */
 const EXPECTED: Record<string, [number, number]> = {
-  'test/api/local-web.test.ts': [0, 117],
-  'test/api/reliability.test.ts': [5, 83],
-  'test/api/worker-process.test.ts': [18, 69],
-  'test/api/local-web-domains.test.ts': [0, 67],
-  'test/api/reliability-suite.test.ts': [4, 63],
-  'test/api/cli.test.ts': [51, 35],
-  'test/api/certificates.test.ts': [37, 22],
-  'test/api/startup.test.ts': [36, 21],
-  'test/api/console-account-browser.test.ts': [36, 0],
-  'test/api/security.test.ts': [34, 31],
-  'test/api/dry-run.test.ts': [31, 24],
-  'test/api/webhooks.test.ts': [26, 29],
-  'test/api/pglite-template.test.ts': [29, 3],
-  'test/api/site-reports.test.ts': [28, 19],
-  'test/api/site-transfers.test.ts': [27, 15],
-  'test/api/console-pages-browser.test.ts': [26, 0],
-  'test/api/auth-load.test.ts': [26, 19],
-  'test/api/console-browser.test.ts': [25, 0],
-  'test/api/domains.test.ts': [23, 14],
-  'test/api/backups.test.ts': [23, 20],
-  'test/api/local-driver.test.ts': [23, 14],
-  'test/api/jobs-drivers.test.ts': [21, 11],
-  'test/api/domain-status.test.ts': [21, 12],
-  'test/api/http-edge.test.ts': [21, 12],
-  'test/api/events.test.ts': [20, 12],
+  'test/api/local-web.test.ts': [0, 273],
+  'test/api/fleet-netns.test.ts': [0, 242],
+  'test/api/local-web-domains.test.ts': [0, 209],
+  'test/api/worker-process.test.ts': [18, 169],
+  'test/api/hostile-tenant-files.test.ts': [0, 129],
+  'test/api/reliability-suite.test.ts': [0, 115],
+  'test/api/reliability.test.ts': [0, 105],
+  'test/api/fleet-moves.test.ts': [0, 91],
+  'test/api/cli.test.ts': [79, 70],
+  'test/api/console-account-browser.test.ts': [79, 0],
+  'test/api/sftp.test.ts': [0, 78],
+  'test/api/ssh-shell.test.ts': [0, 69],
+  'test/api/startup.test.ts': [66, 31],
+  'test/api/security.test.ts': [64, 43],
+  'test/api/fleet-agents.test.ts': [0, 58],
+  'test/api/local-web-sign-in-browser.test.ts': [0, 57],
+  'test/api/dry-run.test.ts': [53, 45],
+  'test/api/webhooks.test.ts': [53, 41],
+  'test/api/certificates.test.ts': [48, 29],
+  'test/api/console-browser.test.ts': [44, 0],
+  'test/api/hostile-tenant-reach.test.ts': [0, 42],
+  'test/api/console-pages-browser.test.ts': [41, 0],
+  'test/api/site-reports.test.ts': [31, 27],
+  'test/api/fuzz.test.ts': [31, 20],
+  'test/api/site-transfers.test.ts': [29, 29],
+  'test/api/auth-load.test.ts': [28, 28],
+  'test/api/local-acme.test.ts': [0, 27],
+  'test/api/pglite-template.test.ts': [25, 0],
+  'test/api/backups.test.ts': [25, 21],
+  'test/api/local-driver.test.ts': [25, 23],
 };
 /** Files not in EXPECTED nor in the last run's times. */
 const DEFAULT_SECONDS = 15;
