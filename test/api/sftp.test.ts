@@ -5,13 +5,14 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Sshd } from '../../src/drivers/local/sshd.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, type Json } from '../support/harness.js';
-import { readyInstall, readyWorld } from '../support/jobs.js';
-import { localHosting } from '../support/local-hosting.js';
+import { operationOf, readyInstall, readyWorld } from '../support/jobs.js';
+import { checksums, localHosting } from '../support/local-hosting.js';
 import { freePort, stopWebTier, userOf } from '../support/web-tier.js';
 
 // Issue 31: SFTP to each install through Hostplane's own sshd (drivers/local/sshd.ts) with keys from
@@ -517,5 +518,180 @@ describe('SSH and SFTP to installs (issue 31)', {
       return count('accepted') >= 5 && count('refused') >= 5 && ended() >= 4;
     });
     assert.ok(counted, `accepted ${count('accepted')}, refused ${count('refused')}, ended ${ended()}`);
+  });
+
+  it('issue 31 (issue 28 finding 3 over SFTP): A’s user swaps its directories for links to B’s files and the host’s while the platform backs up, restores and deletes A: nothing outside A is deleted, read or changed', async () => {
+    const A = w.install.id;
+    const B = wb.install.id;
+    const bPublic = host.paths(B).public;
+    // Outside every install, root-only: a watched directory (with a subdirectory) and a canary file.
+    const outside = await fs.mkdtemp(path.join(os.tmpdir(), 'sftp-swap-outside-'));
+    const watched = path.join(outside, 'watched');
+    const canaryText = `CANARY-${Date.now()}-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    await fs.mkdir(path.join(watched, 'sub'), { recursive: true, mode: 0o700 });
+    for (let i = 0; i < 20; i++) await fs.writeFile(path.join(watched, `f${i}`), `watched ${i}\n`);
+    await fs.writeFile(path.join(watched, 'sub', 'secret'), `${canaryText}\n`, { mode: 0o600 });
+    await fs.chmod(outside, 0o700);
+    // B's own file, its user's alone (0600): its content must never reach A's tree or backups.
+    const bText = `B-ONLY-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+    const bFile = path.join(bPublic, 'b-only.txt');
+    await fs.writeFile(bFile, `${bText}\n`, { mode: 0o600 });
+    execFileSync('chown', [`${userOf(B)}:${userOf(B)}`, bFile]);
+    const before = { watched: await checksums(watched), b: await checksums(bPublic) };
+    const holders = (text: string) => {
+      try {
+        return execFileSync('grep', ['-r', '-l', '-F', '-D', 'skip', '--', text, host.root], {
+          encoding: 'utf8',
+        })
+          .trim()
+          .split('\n');
+      } catch (err) {
+        if ((err as { status?: number }).status === 1) return [];
+        throw err;
+      }
+    };
+    const bRoot = path.dirname(bPublic);
+    const assertNothingEscaped = async (when: string) => {
+      assert.deepEqual(await checksums(watched), before.watched, `${when}: the host's directory changed`);
+      assert.deepEqual(await checksums(bPublic), before.b, `${when}: B's files changed`);
+      assert.deepEqual(holders(canaryText), [], `${when}: the host's secret reached a tree`);
+      assert.deepEqual(
+        holders(bText).filter((p) => !p.startsWith(`${bRoot}/`)),
+        [],
+        `${when}: B's file reached another tree`,
+      );
+    };
+
+    // A's user plants directories over SFTP (inside its chroot: /public, and /public.old while a
+    // restore swaps the document root), each with files for the platform to walk.
+    const DIRS = 24;
+    const seed = path.join(keysDir, 'seed.txt');
+    await fs.writeFile(seed, 'seed\n');
+    const plant = async () => {
+      const lines: string[] = [];
+      for (let i = 0; i < DIRS; i++)
+        lines.push(`-rm /public/d${i}`, `-mkdir /public/d${i}`, `put ${seed} /public/d${i}/f0`);
+      const res = await sftp(ownerKey.file, loginA, `${lines.join('\n')}\n`);
+      assert.equal(res.code, 0, res.stderr);
+    };
+    const targets = [watched, bPublic, path.join(watched, 'sub'), `../../hp_${B.replace(/-/g, '')}/public`];
+
+    /**
+     * One SFTP session of A fed rounds of swaps (each directory renamed away, a link put in its place)
+     * in /public and /public.old, errors ignored (`-`), until stopped or its session ends. Answers the
+     * rounds sent and the swaps that succeeded in /public.old (renames there that did not fail).
+     */
+    function swapper() {
+      const child = spawn(
+        'sftp',
+        ['-b', '-', ...clientOptions(ownerKey.file), '-P', String(sshPort), `${loginA}@127.0.0.1`],
+        { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin' } },
+      );
+      open.push(child);
+      let marks = 0;
+      let tail = '';
+      child.stdout.on('data', (c: Buffer) => {
+        const text = tail + c.toString('latin1');
+        marks += text.split('Remote working directory').length - 1;
+        tail = text.slice(-30).replace(/Remote working directory/g, '');
+      });
+      let oldFailures = 0;
+      let errTail = '';
+      child.stderr.on('data', (c: Buffer) => {
+        const text = errTail + c.toString('latin1');
+        const lines = text.split('\n');
+        errTail = lines.pop() ?? '';
+        for (const line of lines) if (line.includes('rename "/public.old/')) oldFailures++;
+      });
+      let exited = false;
+      child.on('exit', () => {
+        exited = true;
+      });
+      child.stdin.on('error', () => undefined);
+      let stop = false;
+      let rounds = 0;
+      const done = (async () => {
+        while (!stop && !exited) {
+          const lines: string[] = [];
+          for (const dir of ['/public.old', '/public'])
+            for (let i = 0; i < DIRS; i++)
+              lines.push(
+                `-rename ${dir}/d${i} ${dir}/x${i}r${rounds}`,
+                `-symlink ${targets[(i + rounds) % targets.length]} ${dir}/d${i}`,
+              );
+          lines.push('pwd');
+          child.stdin.write(`${lines.join('\n')}\n`);
+          rounds++;
+          await within(15_000, () => marks >= rounds || exited);
+        }
+        child.stdin.end();
+        await within(10_000, () => exited);
+        if (!exited) child.kill('SIGKILL');
+      })();
+      return {
+        async stop() {
+          stop = true;
+          await done;
+          return { rounds, oldSwaps: rounds * DIRS - oldFailures, ended: exited };
+        },
+      };
+    }
+    const client = w.owner.client;
+    async function raced(what: string, start: () => Promise<Awaited<ReturnType<typeof client.post>>>) {
+      await plant();
+      const racer = swapper();
+      // The racer's first round is in before the platform starts.
+      await new Promise((r) => setTimeout(r, 300));
+      const res = await start();
+      assert.ok([202, 204].includes(res.status), `${what}: ${JSON.stringify(res.body)}`);
+      await t.runJobs();
+      const swaps = await racer.stop();
+      await assertNothingEscaped(what);
+      return { res, swaps };
+    }
+
+    try {
+      const backedUp = await raced('backup', () =>
+        client.post(`/v1/installs/${A}/backups`, { description: 'sftp swap', notification_emails: [] }),
+      );
+      const backupOp = await operationOf(client, backedUp.res);
+      // A's own race may fail its own operation; it must never reach outside.
+      assert.ok(['completed', 'failed'].includes(String(backupOp.status)), JSON.stringify(backupOp));
+      let backupId = backedUp.res.body.id as string;
+      if (backupOp.status !== 'completed') {
+        const clean = await client.post(`/v1/installs/${A}/backups`, {
+          description: 'sftp swap (clean)',
+          notification_emails: [],
+        });
+        await t.runJobs();
+        assert.equal((await operationOf(client, clean)).status, 'completed');
+        backupId = clean.body.id as string;
+      }
+      const restores: string[] = [];
+      for (let round = 0; round < 2; round++) {
+        const restored = await raced(`restore ${round}`, () =>
+          client.post(`/v1/installs/${A}/backups/${backupId}/restore`, {
+            notification_emails: [],
+            restore_database: false,
+            create_checkpoint: false,
+          }),
+        );
+        const op = await operationOf(client, restored.res);
+        assert.ok(['completed', 'failed'].includes(String(op.status)), JSON.stringify(op));
+        restores.push(
+          `${op.status} (${restored.swaps.rounds} rounds, ${restored.swaps.oldSwaps} in public.old)`,
+        );
+      }
+      // The delete: the session is A's uid's, ended with A's processes before its files go.
+      const deleted = await raced('delete', () => client.delete(`/v1/installs/${A}`));
+      assert.equal(deleted.swaps.ended, true, "A's SFTP session ended with A");
+      assert.equal(existsSync(host.paths(A).dir), false, "A's directory is gone");
+      assert.notEqual((await sftp(ownerKey.file, loginA, 'pwd\n')).code, 0, 'A opens no more');
+      console.log(
+        `sftp swap race: backup ${backupOp.status}${backupOp.status === 'completed' ? '' : ` ${JSON.stringify(backupOp.error ?? backupOp).slice(0, 300)}`} (${backedUp.swaps.rounds} rounds); restores ${restores.join(', ')}; delete (${deleted.swaps.rounds} rounds)`,
+      );
+    } finally {
+      await fs.rm(outside, { recursive: true, force: true });
+    }
   });
 });
