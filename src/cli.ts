@@ -124,8 +124,8 @@ async function agent() {
   await doctor(config, true);
   const database = await openConfiguredDatabase(config);
   const secretKey = loadOrCreateSecret(config.secretKey, config.dataDir, 'secret-key').value;
-  // Issue 31 through the fleet (each server's sshd asking through its agent) is a later increment.
-  const { driver } = configuredDriver({ config, db: database.db, clock: systemClock, secretKey });
+  // Issue 31 (decision 200): with SSH_PORT, this server's sshd asks the control plane through the agent.
+  const { driver, sshd } = configuredDriver({ config, db: database.db, clock: systemClock, secretKey });
   const stop = new AbortController();
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop.abort());
   try {
@@ -149,6 +149,7 @@ async function agent() {
         },
       }),
       installs: agentInstalls(database.db),
+      sshd,
     });
   } finally {
     await driver.close?.();

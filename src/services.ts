@@ -62,7 +62,11 @@ import { createSignInService } from './modules/sign-in/sign-in.service.js';
 import { createSiteTransferJobs } from './modules/site-transfers/site-transfers.jobs.js';
 import { createSiteTransfersService } from './modules/site-transfers/site-transfers.service.js';
 import { createSitesService } from './modules/sites/sites.service.js';
-import { createSshAccessService } from './modules/ssh-access/ssh-access.service.js';
+import {
+  createAgentSshService,
+  createSshAccessService,
+  databaseAuthority,
+} from './modules/ssh-access/ssh-access.service.js';
 import { createSshKeysService } from './modules/ssh-keys/ssh-keys.service.js';
 import { createAccountUsageService } from './modules/usage/usage.account.service.js';
 import { createUsageJobs } from './modules/usage/usage.jobs.js';
@@ -124,7 +128,11 @@ export function createServices({ config, database, clock, secretKey, queue, driv
       : configuredDriver({ config, db, clock, secretKey });
   const hosting = driver ?? (made?.driver as HostingDriver);
   // Issue 31: with SSH_PORT, the key lookups, login records and session reaper of the driver's sshd.
-  const sshAccess = made?.sshd ? createSshAccessService({ db, clock, audit, sshd: made.sshd }) : null;
+  const sshAccess = made?.sshd
+    ? createSshAccessService({ sshd: made.sshd, authority: databaseAuthority({ db, clock, audit }) })
+    : null;
+  // Issue 31 with several servers: what each hosting server's agent asks about SSH (decision 200).
+  const agentSsh = createAgentSshService({ db, clock, audit });
   const outbox = createOutbox({ db, queue, mailer: mailer ?? createMailer(config), clock });
   // Issue 22: events are recorded in the transactions of the state changes (below them all).
   const events = createEventsService({ db, clock, queue });
@@ -359,6 +367,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     servers,
     fleetCalls,
     moves,
+    agentSsh,
     driver: hosting,
     /** Closes what the services opened for the driver (the local driver's MariaDB pool), not an injected one. */
     closeDriver: async () => {

@@ -1,4 +1,4 @@
-import { eq, sql } from 'drizzle-orm';
+import { eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { accounts, installs } from '../db/schema.js';
 
@@ -29,4 +29,14 @@ export async function installIds(db: Db): Promise<string[]> {
 export async function countInstalls(db: Db): Promise<number> {
   const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(installs);
   return Number(row?.n ?? 0);
+}
+
+/** Issue 31: the names of these installs (this server's sshd admits them as logins, decision 185). */
+export async function installNames(db: Db, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .select({ id: installs.id, name: installs.name })
+    .from(installs)
+    .where(inArray(installs.id, ids));
+  return new Map(rows.map((r) => [r.id, r.name]));
 }

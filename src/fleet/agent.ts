@@ -10,7 +10,10 @@ import {
   type HostingDriver,
   type InstallRef,
 } from '../drivers/driver.js';
+import type { Sshd } from '../drivers/local/sshd.js';
+import { createSshAccessService } from '../modules/ssh-access/ssh-access.service.js';
 import * as agentRepo from './agent.repo.js';
+import { agentSshAuthority } from './agent-ssh.js';
 import { REMOTE_METHODS, type RemoteMethod } from './remote-driver.js';
 
 /** The agent protocol spoken (modules/servers/servers.service.ts AGENT_PROTOCOL). */
@@ -39,7 +42,14 @@ export interface AgentDeps {
     forget(id: string): Promise<void>;
     count(): Promise<number>;
     ids(): Promise<string[]>;
+    /** The names of these installs (the logins of this server's sshd). */
+    names(ids: string[]): Promise<Map<string, string>>;
   };
+  /**
+   * Issue 31 (decision 200): the server's sshd (SSH_PORT), whose key lookups the agent answers by asking
+   * the control plane with its own credential; null without SSH.
+   */
+  sshd?: Sshd | null;
   /** How often the server is compared with its installs (drivers/driver.ts `reconcile`). */
   reconcileSeconds: number;
 }
@@ -55,6 +65,16 @@ interface Call {
 
 /** The agent stops: its credential was refused (revoked) or the protocol is not spoken. */
 export class AgentStopped extends Error {}
+
+/** The control plane answered a request with an error status. */
+export class AgentHttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /** Waits `ms` or until `signal` aborts; the abort listener goes with the wait. */
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -159,7 +179,8 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
     if (res.status === 401)
       throw new AgentStopped(`the control plane refused the credential (${route}): re-enrol`);
     if (res.status === 409 && route === '/agent/v1/heartbeat') throw new AgentStopped(String(json.message));
-    if (res.status >= 400) throw new Error(`${route}: ${res.status} ${String(json.message ?? '')}`);
+    if (res.status >= 400)
+      throw new AgentHttpError(res.status, `${route}: ${res.status} ${String(json.message ?? '')}`);
     return json;
   }
 
@@ -251,7 +272,8 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
     }
     deps.beforeReport?.(call.method, String(outcome.status));
     if (!(await report(call, outcome))) return;
-    log(`call ${call.method} of install ${install}: ${String(outcome.status)}`);
+    const why = outcome.status === 'failed' ? `: ${String(outcome.error).slice(0, 300)}` : '';
+    log(`call ${call.method} of install ${install}: ${String(outcome.status)}${why}`);
     // The control plane keeps the administrator password now (sealed): the driver forgets its copy.
     if (call.method === 'provision' && outcome.status === 'done') await driver.forgetAdminPassword?.(install);
     if (call.method === 'deprovision' && outcome.status === 'done') {
@@ -262,6 +284,21 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
 
   await heartbeat();
   log(`agent ${deps.version} connected to ${controlPlaneUrl} (session ${session})`);
+  // Issue 31 (decision 200): this server's sshd asks through the agent, for this server's installs only.
+  const sshAccess = deps.sshd
+    ? createSshAccessService({
+        sshd: deps.sshd,
+        authority: agentSshAuthority({
+          ask: (route, body, timeoutMs) => request('POST', route, body, timeoutMs),
+          installNames: deps.installs.names,
+          forbidden: (err) => err instanceof AgentHttpError && err.status === 403,
+        }),
+        log: (message, err) => {
+          if (!signal.aborted) log(`${message}${err ? `: ${(err as Error).message}` : ''}`);
+        },
+      })
+    : null;
+  await sshAccess?.start();
   let stopped: unknown = null;
   // Issue 30: at start and every reconcileSeconds; a call and a reconcile never run at once (the one
   // writer of this server): the reconcile waits for the call in progress (`busy`).
@@ -322,6 +359,7 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
     signal.removeEventListener('abort', end);
     await beats;
     await reconciles;
+    await sshAccess?.close();
   }
   if (stopped) throw stopped;
 }
@@ -332,4 +370,5 @@ export const agentInstalls = (db: Db): AgentDeps['installs'] => ({
   forget: (id) => agentRepo.forgetInstall(db, id),
   count: () => agentRepo.countInstalls(db),
   ids: () => agentRepo.installIds(db),
+  names: (ids) => agentRepo.installNames(db, ids),
 });

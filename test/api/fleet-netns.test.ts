@@ -1,8 +1,9 @@
 // test-db: postgres (the subject is the hosting servers: agents, nginx, PHP-FPM and MariaDB in network namespaces)
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs, { existsSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
@@ -20,6 +21,9 @@ import { agentOutput, NETNS_TOOLS, netnsHosting } from '../support/netns-hosting
 const missing = NETNS_TOOLS.filter((p) => !existsSync(p));
 const root = process.getuid?.() === 0;
 const skip = !root ? 'network namespaces need root' : missing.length > 0 && `missing ${missing.join(', ')}`;
+/** Issue 31: each server's agent runs Hostplane's sshd on this port of its namespace (decision 200). */
+const SSH_PORT = 2222;
+const sshMissing = ['/usr/sbin/sshd', '/usr/bin/sftp', '/usr/bin/curl'].filter((p) => !existsSync(p));
 
 /** GET `urlPath` on `address`:80 with `host` as the Host header: status and body, null when refused or cut. */
 function get(address: string, host: string, urlPath = '/', timeoutMs = 30_000) {
@@ -43,7 +47,7 @@ function get(address: string, host: string, urlPath = '/', timeoutMs = 30_000) {
 
 describe('issue 30: three hosting servers in network namespaces', { skip }, async () => {
   if (skip) return;
-  const hosting = await netnsHosting(3);
+  const hosting = await netnsHosting(3, sshMissing.length === 0 ? { ssh: { port: SSH_PORT } } : {});
   const t = await buildTestApp({
     env: { HOSTING_DRIVER: 'fleet', FLEET_SILENT_SECONDS: '30', FLEET_SILENT_FAIL_SECONDS: '3600' },
   });
@@ -416,5 +420,138 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       },
     });
     assert.equal(beat.status, 401);
+  });
+
+  describe('issue 31 with several servers (decision 200)', {
+    skip: sshMissing.length > 0 && `missing ${sshMissing.join(', ')}`,
+  }, () => {
+    it("issue 31: each server's sshd serves its own installs, asking the control plane through its agent: the owner's key opens the install at its server's address, not at another server (that agent is answered 403), and not while the control plane is unreachable from the server (fail closed); again once it returns", async () => {
+      const target = made.find((m) => hosting.servers[m.server]?.agent);
+      assert.ok(target, 'an install on a server whose agent runs');
+      const x = target.server;
+      const y = hosting.servers.find((s) => s.index !== x && s.agent)?.index;
+      assert.ok(y !== undefined, 'another server whose agent runs');
+      const [sx, sy] = [hosting.servers[x], hosting.servers[y]];
+      assert.ok(sx && sy);
+      const login = target.install.name as string;
+      const keys = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-ssh-keys-'));
+      try {
+        const key = path.join(keys, 'owner');
+        execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'owner@fleet.test', '-f', key]);
+        const line = fs.readFileSync(`${key}.pub`, 'utf8').trim();
+        const registered = await owner.client.post('/v1/ssh_keys', { public_key: line });
+        assert.equal(registered.status, 201, JSON.stringify(registered.body));
+        const fingerprint = execFileSync('ssh-keygen', ['-l', '-f', `${key}.pub`], {
+          encoding: 'utf8',
+        }).split(' ')[1] as string;
+        /** `sftp -b -` to server `i`'s address, from this host or from inside server `from`'s namespace. */
+        const sftpTo = (i: number, commands: string, from: number | null = null) =>
+          new Promise<{ code: number; stderr: string }>((resolve) => {
+            const argv = [
+              ...(from === null ? [] : hosting.ns.prefix(from)),
+              'sftp',
+              '-b',
+              '-',
+              ...[
+                '-o',
+                'StrictHostKeyChecking=no',
+                '-o',
+                'UserKnownHostsFile=/dev/null',
+                '-o',
+                'BatchMode=yes',
+              ],
+              ...['-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none', '-o', 'LogLevel=ERROR'],
+              ...['-o', 'ConnectTimeout=10', '-i', key, '-P', String(SSH_PORT)],
+              `${login}@${hosting.servers[i]?.address}`,
+            ];
+            const child = execFile(
+              argv[0] as string,
+              argv.slice(1),
+              { timeout: 40_000, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
+              (err, _stdout, stderr) =>
+                resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr }),
+            );
+            child.stdin?.end(commands);
+          });
+
+        // X's gateway makes the install's login entry on its round (every 2 s): then the key opens it.
+        const local = path.join(keys, 'hello.txt');
+        fs.writeFileSync(local, 'hello from the fleet\n');
+        await until(
+          `SFTP to ${login} at server ${x}`,
+          async () => {
+            const put = await sftpTo(x, `put ${local} hello.txt\n`);
+            return put.code === 0;
+          },
+          60_000,
+        );
+        const file = path.join(sx.hostingRoot, 'installs', slugOf(target.install.id), 'public', 'hello.txt');
+        assert.equal(fs.readFileSync(file, 'utf8'), 'hello from the fleet\n');
+        const uid = Number(
+          execFileSync('id', ['-u', `hp${target.install.id.replace(/-/g, '').slice(0, 30)}`], {
+            encoding: 'utf8',
+          }).trim(),
+        );
+        assert.equal(fs.statSync(file).uid, uid, "the file is the install user's");
+
+        // Server Y does not host it: its sshd refuses the same key and login, and Y's agent is refused
+        // the question (X's is answered).
+        const atY = await sftpTo(y, 'pwd\n');
+        assert.notEqual(atY.code, 0, `server ${y} opened an install it does not host`);
+        const credentialOf = (i: number) =>
+          fs.readFileSync(path.join(hosting.servers[i]?.dataDir ?? '', 'agent-credential'), 'utf8').trim();
+        const ask = { login, fingerprint, public_key: line.split(' ').slice(0, 2).join(' ') };
+        const fromY = await clientFor(t.app, `Bearer ${credentialOf(y)}`).post('/agent/v1/ssh/decide', ask);
+        assert.equal(fromY.status, 403, JSON.stringify(fromY.body));
+        const fromX = await clientFor(t.app, `Bearer ${credentialOf(x)}`).post('/agent/v1/ssh/decide', ask);
+        assert.equal(fromX.status, 200, JSON.stringify(fromX.body));
+        assert.deepEqual(fromX.body, {
+          allowed: true,
+          install_id: target.install.id,
+          install_name: login,
+          full_access: true,
+        });
+        assert.equal((await clientFor(t.app).post('/agent/v1/ssh/decide', ask)).status, 401);
+
+        // The control plane unreachable from X (its link cut; the client inside X's namespace): once the
+        // last answer's cache is over (2 s), the login is refused; it opens again once the link is back.
+        await sleep(2500);
+        hosting.ns.cut(x);
+        let cutRefused: { code: number; stderr: string };
+        try {
+          cutRefused = await sftpTo(x, 'pwd\n', x);
+        } finally {
+          hosting.ns.restore(x);
+        }
+        assert.notEqual(cutRefused.code, 0, 'a login while the control plane is unreachable');
+        assert.match(cutRefused.stderr, /Permission denied/, cutRefused.stderr);
+        await until(
+          'SFTP again once the link is back',
+          async () => (await sftpTo(x, 'pwd\n', x)).code === 0,
+          60_000,
+        );
+
+        // Attribution: X's logins reach the audit log through its agent, naming the server.
+        await until(
+          'the accepted login in the audit log',
+          async () => {
+            const res = await owner.client.get(
+              `/v1/accounts/${account.id}/audit_events?action=ssh.login&limit=100`,
+            );
+            const events = (res.body.results as Json[]) ?? [];
+            return events.some(
+              (e) =>
+                e.status === 200 &&
+                e.resource?.id === target.install.id &&
+                e.after?.fingerprint === fingerprint &&
+                e.after?.server_id === servers[x]?.id,
+            );
+          },
+          30_000,
+        );
+      } finally {
+        fs.rmSync(keys, { recursive: true, force: true });
+      }
+    });
   });
 });

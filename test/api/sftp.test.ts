@@ -518,6 +518,9 @@ describe('SSH and SFTP to installs (issue 31)', {
       return count('accepted') >= 5 && count('refused') >= 5 && ended() >= 4;
     });
     assert.ok(counted, `accepted ${count('accepted')}, refused ${count('refused')}, ended ${ended()}`);
+    // Decision 203: each accepted login's signature lookup reused its connection's probe answer.
+    const stats = services.sshAccess?.stats();
+    assert.ok(stats && stats.reused >= count('accepted') / 2, JSON.stringify(stats));
   });
 
   it('issue 31 (issue 28 finding 3 over SFTP): A’s user swaps its directories for links to B’s files and the host’s while the platform backs up, restores and deletes A: nothing outside A is deleted, read or changed', async () => {

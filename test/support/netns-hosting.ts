@@ -45,9 +45,21 @@ export interface HostingServer {
 export const agentOutput = (server: HostingServer) =>
   server.agents.map((a) => a.output()).join('\n--- restart\n');
 
-export async function netnsHosting(count: number) {
+/** Issue 31: each server's agent also runs Hostplane's sshd on this port of the server's addresses. */
+export interface NetnsOptions {
+  ssh?: { port: number };
+}
+
+/** sshd chroots only below directories root owns and nobody else may write (not /tmp). */
+const SSH_PARENT = '/var/lib/hostplane-test';
+
+export async function netnsHosting(count: number, options: NetnsOptions = {}) {
   const ns: Netns = makeNamespaces(count);
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hostplane-netns-'));
+  if (options.ssh) fs.mkdirSync(SSH_PARENT, { recursive: true, mode: 0o755 });
+  // Short under SSH_PARENT: nginx refuses a PHP-FPM socket path over 107 bytes (HOSTING_ROOT/web/run/hp_<32 hex>.sock).
+  const work = fs.mkdtempSync(
+    path.join(options.ssh ? SSH_PARENT : os.tmpdir(), options.ssh ? 'n-' : 'hostplane-netns-'),
+  );
   // MariaDB (user mysql) goes through it to its own directories.
   fs.chmodSync(work, 0o711);
   const installs = new Set<string>();
@@ -65,6 +77,15 @@ export async function netnsHosting(count: number) {
     ns.remove();
     // Connections to the agents that went with the namespaces never see a FIN: their ends here go.
     for (const hook of removing) hook();
+    // Issue 31: the install names' login entries (decision 185) the servers' gateways made here.
+    const passwd = fs.existsSync('/etc/passwd') ? fs.readFileSync('/etc/passwd', 'utf8') : '';
+    for (const line of passwd.split('\n')) {
+      const [name, , , , comment, home] = line.split(':');
+      if (name && comment?.startsWith('hostplane login ') && home?.startsWith(`${work}/`))
+        try {
+          execFileSync('userdel', ['--force', name], { stdio: 'ignore' });
+        } catch {}
+    }
     for (const id of installs)
       try {
         execFileSync('userdel', [userOf(id)], { stdio: 'ignore' });
@@ -149,6 +170,7 @@ export async function netnsHosting(count: number) {
           AGENT_CONTROL_PLANE_URL: controlPlaneUrl,
           AGENT_HEARTBEAT_SECONDS: '1',
           AGENT_RECONCILE_SECONDS: '5',
+          ...(options.ssh && { SSH_PORT: String(options.ssh.port) }),
           ...(token && { AGENT_ENROLMENT_TOKEN: token }),
           ...env,
         },

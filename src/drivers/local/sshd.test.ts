@@ -159,9 +159,10 @@ describe('sshd (issue 31)', () => {
       'PermitTTY no',
     ])
       assert.ok(text.split('\n').includes(line), line);
+    // Decision 203: the shell only starts curl with the fields as arguments, and sshd's process of the connection.
     assert.match(
       text,
-      /^AuthorizedKeysCommand \/usr\/bin\/curl -q -sf .*--unix-socket \/srv\/hp\/sshd\/auth\/keys\.sock .*--data-urlencode uid=%U /m,
+      /^AuthorizedKeysCommand \/bin\/sh -c 'exec \/usr\/bin\/curl -q -sf .*--unix-socket \/srv\/hp\/sshd\/auth\/keys\.sock .*--data-urlencode "uid=\$2" .*--data-urlencode "monitor=\$PPID" http:\/\/hostplane\/ssh\/keys' hpkeys %u %U %t %k$/m,
     );
   });
 

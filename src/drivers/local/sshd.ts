@@ -49,6 +49,7 @@ const SHELL = '/bin/bash';
 const NOLOGIN = '/usr/sbin/nologin';
 const SSHD = '/usr/sbin/sshd';
 const CURL = '/usr/bin/curl';
+const SH = '/bin/sh';
 
 export interface SshdConfig {
   /** SSH_PORT. */
@@ -85,18 +86,25 @@ export type SshdPaths = ReturnType<typeof sshdPaths>;
 
 /** The sshd_config Hostplane writes (every line that matters, nothing left to the system's defaults). */
 export function sshdConfigText(paths: SshdPaths, config: SshdConfig): string {
-  const keyCommand = [
+  // The system's shell only starts curl (exec) with the lookup's fields as its own arguments (quoted,
+  // never parsed) and $PPID: the connection's sshd process, which runs every lookup of that connection,
+  // so the signature's lookup can reuse the answer its probe just got (decision 203; OpenSSH 9.2 has
+  // no token naming the connection for this command).
+  const script = [
+    'exec',
     CURL,
     '-q',
     '-sf',
     '--max-time 5',
     `--unix-socket ${paths.socket}`,
-    '--data-urlencode user=%u',
-    '--data-urlencode uid=%U',
-    '--data-urlencode type=%t',
-    '--data-urlencode key=%k',
+    '--data-urlencode "user=$1"',
+    '--data-urlencode "uid=$2"',
+    '--data-urlencode "type=$3"',
+    '--data-urlencode "key=$4"',
+    '--data-urlencode "monitor=$PPID"',
     'http://hostplane/ssh/keys',
   ].join(' ');
+  const keyCommand = `${SH} -c '${script}' hpkeys %u %U %t %k`;
   return `# Written by Hostplane (issue 31) at each start; changes here are overwritten.
 Port ${config.port}
 ListenAddress ${config.address}
@@ -170,6 +178,18 @@ async function sessionLogin(pid: number): Promise<string | null> {
   const match = /^sshd: ([a-z][a-z0-9]{1,31})@/.exec(cmdline?.replace(/\0/g, ' ') ?? '');
   const login = match?.[1] ?? null;
   return login && isLogin(login) ? login : null;
+}
+
+/**
+ * Decision 203: a process named by its pid and its start time (field 22 of /proc/PID/stat, in clock
+ * ticks since boot), so a pid used again by another process names another connection; null when gone.
+ */
+export async function processIdentity(pid: number): Promise<string | null> {
+  if (!Number.isInteger(pid) || pid <= 1) return null;
+  const stat = await readText(`/proc/${pid}/stat`);
+  if (!stat) return null;
+  const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  return start && /^[0-9]+$/.test(start) ? `${pid}:${start}` : null;
 }
 
 /** Every process's parent (from /proc). */

@@ -3,6 +3,7 @@ import { Errors } from '../../errors.js';
 import { connected } from '../../http/auth.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
+import type { SshLogin } from '../ssh-access/ssh-access.service.js';
 import {
   CallList,
   CallParams,
@@ -14,6 +15,10 @@ import {
   ReportBody,
   ReportSchema,
   RotatedSchema,
+  SshDecideBody,
+  SshDecisionSchema,
+  SshLoginsBody,
+  SshLoginsSchema,
 } from './servers.agent.schemas.js';
 
 declare module 'fastify' {
@@ -55,7 +60,7 @@ export function agentEnrolRoutes({ services }: RouteContext): RoutesPlugin {
 
 /** Issue 30: the agent protocol, behind the server's own credential (the `agent` guard). */
 export function agentRoutes({ services }: RouteContext): RoutesPlugin {
-  const { servers, fleetCalls } = services;
+  const { servers, fleetCalls, agentSsh } = services;
   return async (app) => {
     app.post(
       '/heartbeat',
@@ -162,6 +167,52 @@ export function agentRoutes({ services }: RouteContext): RoutesPlugin {
               ? { status: 'pending' as const, check_at: body.check_at ?? '' }
               : { status: 'failed' as const, error: body.error ?? '', final: body.final ?? false };
         return fleetCalls.report(serverId, request.params.call_id, body.job_id, outcome);
+      },
+    );
+
+    app.post(
+      '/ssh/decide',
+      {
+        schema: {
+          operationId: 'agentSshDecide',
+          tags,
+          security,
+          summary:
+            "Issue 31: whether a key opens an install placed on this server (its sshd's key lookup); 403 for any other install",
+          body: SshDecideBody,
+          response: { 200: SshDecisionSchema, ...errorResponses(400, 403, 413, 415) },
+        },
+      },
+      async (request) =>
+        agentSsh.decide(
+          agentOf(request).serverId,
+          request.body.login,
+          request.body.fingerprint ?? null,
+          request.body.public_key,
+        ),
+    );
+
+    app.post(
+      '/ssh/logins',
+      {
+        schema: {
+          operationId: 'agentSshLogins',
+          tags,
+          security,
+          summary:
+            "Issue 31: the logins this server's sshd logged (audit events; another server's install is not named)",
+          body: SshLoginsBody,
+          response: { 200: SshLoginsSchema, ...errorResponses(400, 413, 415) },
+        },
+      },
+      async (request) => {
+        const logins: SshLogin[] = request.body.logins.map(({ result, login, address, fingerprint }) =>
+          result === 'accepted' && fingerprint
+            ? { kind: 'accepted', login, address, fingerprint }
+            : { kind: 'refused', login, address, fingerprint: fingerprint ?? null },
+        );
+        await agentSsh.record(agentOf(request).serverId, logins);
+        return { recorded: logins.length };
       },
     );
   };

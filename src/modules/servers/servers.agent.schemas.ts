@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DateTime, Uuid } from '../../http/schemas.js';
+import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
 import { ServerReport } from './servers.schemas.js';
 
 /** Issue 30: the agent protocol (`/agent/v1`), spoken by `hostplane agent` (src/fleet/agent.ts). */
@@ -79,3 +79,45 @@ export const ReportBody = Type.Object(
   { additionalProperties: false },
 );
 export const ReportSchema = Type.Object({ state: Type.String({ enum: ['queued', 'done', 'failed'] }) });
+
+/** Issue 31 with several servers (decision 200): a key lookup of the server's sshd, through its agent. */
+export const SshDecideBody = Type.Object(
+  {
+    login: Type.String({ minLength: 1, maxLength: 32, pattern: '^[a-z][a-z0-9]{1,31}$' }),
+    fingerprint: Type.Optional(
+      Type.String({ maxLength: 100, pattern: '^SHA256:[A-Za-z0-9+/]+$', description: "The key's" }),
+    ),
+    public_key: Type.Optional(
+      Type.String({
+        maxLength: 9000,
+        pattern: '^[a-z0-9-]+ [A-Za-z0-9+/]+={0,2}$',
+        description: 'At a key lookup: `<type> <base64>`, compared with the registered key',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export const SshDecisionSchema = Type.Object({
+  allowed: Type.Boolean({ description: 'The key opens the install now' }),
+  install_id: Uuid(),
+  install_name: Nullable(Type.String()),
+  full_access: Type.Boolean({ description: 'Owner or full user (a shell where SSH_SHELLS=on)' }),
+});
+export const SshLoginsBody = Type.Object(
+  {
+    logins: Type.Array(
+      Type.Object(
+        {
+          result: Type.String({ enum: ['accepted', 'refused'] }),
+          login: Type.String({ minLength: 0, maxLength: 64 }),
+          address: Type.String({ minLength: 1, maxLength: 64, pattern: '^[0-9A-Fa-f:.]+$' }),
+          fingerprint: Nullable(Type.String({ maxLength: 100, pattern: '^SHA256:[A-Za-z0-9+/]+$' })),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 200 },
+    ),
+  },
+  { additionalProperties: false },
+);
+export const SshLoginsSchema = Type.Object({ recorded: Type.Integer({ minimum: 0 }) });

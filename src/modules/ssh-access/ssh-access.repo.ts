@@ -1,6 +1,6 @@
 import { and, between, eq, inArray, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
-import { installs, membershipInstalls, memberships, sshKeys } from '../../db/schema.js';
+import { installPlacements, installs, membershipInstalls, memberships, sshKeys } from '../../db/schema.js';
 
 /**
  * Issue 31: what a login needs, in one statement: the installs a login can name (by its name, or the
@@ -56,4 +56,14 @@ export async function installNames(db: Db, ids: string[]): Promise<Map<string, s
     .from(installs)
     .where(inArray(installs.id, ids));
   return new Map(rows.map((r) => [r.id, r.name]));
+}
+
+/** Issue 31 with several servers (decision 200): whether the install is placed on the server now. */
+export async function placedOn(db: Db, installId: string, serverId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: installPlacements.install_id })
+    .from(installPlacements)
+    .where(and(eq(installPlacements.install_id, installId), eq(installPlacements.server_id, serverId)))
+    .limit(1);
+  return Boolean(row);
 }

@@ -11,11 +11,13 @@ import {
   installIdRange,
   isLogin,
   KEYS_USER,
+  processIdentity,
   readPasswd,
   type Sshd,
   type SshdLogEvent,
   SYSTEM_LOGIN,
 } from '../../drivers/local/sshd.js';
+import { Errors } from '../../errors.js';
 import type { AuditService } from '../audit/audit.service.js';
 import * as repo from './ssh-access.repo.js';
 
@@ -27,6 +29,8 @@ export interface SshCounts {
   ended: number;
   /** Key lookups sshd made (each login asks once for the probe and once for the signature). */
   lookups: number;
+  /** Of them, signature lookups answered with the line the connection's probe got (decision 203). */
+  reused: number;
   lookupErrors: number;
 }
 
@@ -34,11 +38,14 @@ export interface SshCounts {
 const KEY_TYPE = /^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa)$/;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const MAX_BODY = 16_384;
+/** A probe's answer serves its connection's signature lookup this long at most, once. */
+const REUSE_MS = 2000;
+const MAX_ANSWERED = 1000;
 const REAP_EVERY_MS = 2000;
 /** sshd's log is copied to sshd.log.1 and emptied past this size (about 40,000 logins). */
 const LOG_ROTATE_BYTES = 16 << 20;
 
-type Decision = {
+export type Decision = {
   allowed: boolean;
   installId: string | null;
   installName: string | null;
@@ -50,68 +57,178 @@ type Decision = {
 /** The most installs one round of the login sync handles (decision 185). */
 const MAX_LOGINS = 50_000;
 
+/** Whether `fingerprint` (and, at a key lookup, its public key) opens the install `login` names now. */
+export async function decideLogin(
+  db: Db,
+  login: string,
+  fingerprint: string | null,
+  publicKey?: string,
+): Promise<Decision> {
+  const none: Decision = {
+    allowed: false,
+    installId: null,
+    installName: null,
+    accountId: null,
+    userId: null,
+    fullAccess: false,
+  };
+  const which = SYSTEM_LOGIN.test(login) ? installIdRange(login) : isLogin(login) ? { name: login } : null;
+  if (!which) return none;
+  const rows = await repo.loginFacts(db, which, fingerprint);
+  const [row] = rows;
+  if (!row || rows.length > 1) return none;
+  const facts: Decision = {
+    allowed: false,
+    installId: row.install_id,
+    installName: row.install_name,
+    accountId: row.account_id,
+    userId: row.key_user_id,
+    fullAccess: false,
+  };
+  if (row.status !== 'active' || !row.key_user_id || !row.roles || !isRole(row.roles)) return facts;
+  if (publicKey !== undefined && row.public_key !== publicKey) return facts;
+  const membership: Membership = {
+    accountId: row.account_id,
+    roles: row.roles,
+    installIds: row.roles.startsWith('partial') ? new Set(row.in_scope ? [row.install_id] : []) : null,
+  };
+  return {
+    ...facts,
+    allowed: seesInstall(membership, row.install_id),
+    fullAccess: membership.installIds === null,
+  };
+}
+
+/** A login sshd logged (accepted or refused), as the gateway records it. */
+export type SshLogin = Extract<SshdLogEvent, { kind: 'accepted' | 'refused' }>;
+
 /**
- * Issue 31, the control plane's side of SSH (docs/decisions.md #161-#165): answers sshd's key lookups
- * over a unix socket only root and `hpsshauth` can reach (a key opens an install when its user may
- * reach the install now: owners and full users every install of the account, partial users their
- * installs), follows sshd's log into audit events and counts, and every 2 s ends the sessions whose
- * key lost its access. Runs in the process that runs the local driver; while it is down, logins fail.
+ * Who answers the gateway (issue 31 with several servers, decision 200): the control plane's own
+ * database where the driver runs beside it (`databaseAuthority`), the control plane through the
+ * server's agent credential on a hosting server (fleet/agent-ssh.ts). Every answer that cannot be had
+ * is an error, and an error refuses the login (fails closed).
  */
-export function createSshAccessService({
+export interface SshAuthority {
+  decide(login: string, fingerprint: string | null, publicKey?: string): Promise<Decision>;
+  /** The names of the installs with these ids (the logins sshd admits, decision 185). */
+  installNames(ids: string[]): Promise<Map<string, string>>;
+  /** The login's audit event. */
+  record(event: SshLogin): Promise<void>;
+}
+
+/** The gateway's answers from the control plane's database (the driver runs in its process). */
+export function databaseAuthority({
   db,
   clock,
   audit,
-  sshd,
-  log = () => undefined,
 }: {
   db: Db;
   clock: Clock;
   audit: AuditService;
+}): SshAuthority {
+  return {
+    decide: (login, fingerprint, publicKey) => decideLogin(db, login, fingerprint, publicKey),
+    installNames: (ids) => repo.installNames(db, ids),
+    record: (event) => recordLogin({ db, clock, audit }, event),
+  };
+}
+
+/** The audit event of a login sshd logged (from a gateway beside the control plane, or an agent's). */
+export async function recordLogin(
+  { db, clock, audit }: { db: Db; clock: Clock; audit: AuditService },
+  event: SshLogin,
+  server: { id: string; hosts: (installId: string) => Promise<boolean> } | null = null,
+): Promise<void> {
+  const accepted = event.kind === 'accepted';
+  let facts = isLogin(event.login) ? await decideLogin(db, event.login, event.fingerprint) : null;
+  // A hosting server's report names only its own installs: another's login is recorded without it.
+  if (server && facts?.installId && !(await server.hosts(facts.installId))) facts = null;
+  const userId = facts?.userId ?? (event.fingerprint ? await repo.keyOwner(db, event.fingerprint) : null);
+  await audit.record({
+    occurred_at: clock.now(),
+    account_id: facts?.accountId ?? null,
+    actor_type: 'user',
+    actor_user_id: userId,
+    credential_id: null,
+    ip: event.address,
+    request_id: `ssh-${randomUUID()}`,
+    action: 'ssh.login',
+    method: 'SSH',
+    path: `ssh://${event.login}`,
+    resource_type: 'install',
+    resource_id: facts?.installId ?? null,
+    status: accepted ? 200 : 403,
+    before: null,
+    after: {
+      result: accepted ? 'accepted' : 'refused',
+      login: event.login,
+      install_name: facts?.installName ?? null,
+      fingerprint: event.fingerprint,
+      ...(server && { server_id: server.id }),
+    },
+  });
+}
+
+/**
+ * Issue 31 with several servers (decision 200): what a hosting server's agent may ask about SSH, with
+ * its own credential. It may ask only about the installs placed on its server (403 for any other, and
+ * for a login that names none), and it hears only what its gateway needs: no user or account ids.
+ */
+export function createAgentSshService({ db, clock, audit }: { db: Db; clock: Clock; audit: AuditService }) {
+  const hosts = (serverId: string) => (installId: string) => repo.placedOn(db, installId, serverId);
+  return {
+    async decide(serverId: string, login: string, fingerprint: string | null, publicKey?: string) {
+      const decision = await decideLogin(db, login, fingerprint, publicKey);
+      if (!decision.installId || !(await repo.placedOn(db, decision.installId, serverId)))
+        throw Errors.forbiddenWith('This login names no install placed on this server');
+      return {
+        allowed: decision.allowed,
+        install_id: decision.installId,
+        install_name: decision.installName,
+        full_access: decision.fullAccess,
+      };
+    },
+    async record(serverId: string, logins: SshLogin[]) {
+      for (const event of logins)
+        await recordLogin({ db, clock, audit }, event, { id: serverId, hosts: hosts(serverId) });
+    },
+  };
+}
+
+export type AgentSshService = ReturnType<typeof createAgentSshService>;
+
+/**
+ * Issue 31, the gateway of an sshd of Hostplane's (docs/decisions.md #161-#165, #200): answers sshd's
+ * key lookups over a unix socket only root and `hpsshauth` can reach (a key opens an install when its
+ * user may reach the install now: owners and full users every install of the account, partial users
+ * their installs), follows sshd's log into audit events and counts, and every 2 s ends the sessions
+ * whose key lost its access. Runs in the process that runs the local driver (`hostplane serve`/worker,
+ * or a hosting server's agent); while it is down, or cannot get an answer, logins fail.
+ */
+export function createSshAccessService({
+  sshd,
+  authority,
+  log = () => undefined,
+}: {
   sshd: Sshd;
+  authority: SshAuthority;
   log?: (message: string, err?: unknown) => void;
 }) {
-  const counts: SshCounts = { accepted: 0, refused: 0, ended: 0, lookups: 0, lookupErrors: 0 };
+  const counts: SshCounts = {
+    accepted: 0,
+    refused: 0,
+    ended: 0,
+    lookups: 0,
+    reused: 0,
+    lookupErrors: 0,
+  };
   /** Live sessions by process: the key and login that opened each (from sshd's log). */
   const sessions = new Map<number, { login: string; fingerprint: string }>();
   /** Session processes seen without a known key (ended the second time they are seen). */
   const unknown = new Set<number>();
-
-  /** Whether `fingerprint` opens the install `login` names now (and what the attribution needs). */
-  async function decide(login: string, fingerprint: string | null, publicKey?: string): Promise<Decision> {
-    const none: Decision = {
-      allowed: false,
-      installId: null,
-      installName: null,
-      accountId: null,
-      userId: null,
-      fullAccess: false,
-    };
-    const which = SYSTEM_LOGIN.test(login) ? installIdRange(login) : isLogin(login) ? { name: login } : null;
-    if (!which) return none;
-    const rows = await repo.loginFacts(db, which, fingerprint);
-    const [row] = rows;
-    if (!row || rows.length > 1) return none;
-    const facts: Decision = {
-      allowed: false,
-      installId: row.install_id,
-      installName: row.install_name,
-      accountId: row.account_id,
-      userId: row.key_user_id,
-      fullAccess: false,
-    };
-    if (row.status !== 'active' || !row.key_user_id || !row.roles || !isRole(row.roles)) return facts;
-    if (publicKey !== undefined && row.public_key !== publicKey) return facts;
-    const membership: Membership = {
-      accountId: row.account_id,
-      roles: row.roles,
-      installIds: row.roles.startsWith('partial') ? new Set(row.in_scope ? [row.install_id] : []) : null,
-    };
-    return {
-      ...facts,
-      allowed: seesInstall(membership, row.install_id),
-      fullAccess: membership.installIds === null,
-    };
-  }
+  const decide = authority.decide;
+  /** Decision 203: key lines answered to a connection's probe, for its signature's lookup (once). */
+  const answered = new Map<string, { line: string; until: number }>();
 
   /** sshd's AuthorizedKeysCommand: the authorized_keys line for the offered key, or nothing. */
   async function keysFor(form: URLSearchParams): Promise<string> {
@@ -120,6 +237,7 @@ export function createSshAccessService({
     const uid = form.get('uid') ?? '';
     const type = form.get('type') ?? '';
     const key = form.get('key') ?? '';
+    const monitor = form.get('monitor') ?? '';
     if (
       !isLogin(login) ||
       !/^[0-9]{1,10}$/.test(uid) ||
@@ -128,6 +246,29 @@ export function createSshAccessService({
       key.length > 8192
     )
       return '';
+    // Decision 203: the signature's lookup on the connection whose probe was just answered reuses it
+    // (the connection: sshd's process that runs both lookups, by pid and start time).
+    const sshdProcess = /^[0-9]{1,10}$/.test(monitor) ? await processIdentity(Number(monitor)) : null;
+    const connection = sshdProcess ? `${sshdProcess}\n${login}\n${uid}\n${type} ${key}` : null;
+    const now = Date.now();
+    const hit = connection ? answered.get(connection) : undefined;
+    if (connection && hit) {
+      answered.delete(connection);
+      if (hit.until > now) {
+        counts.reused++;
+        return hit.line;
+      }
+    }
+    const line = await lookUp(login, uid, type, key);
+    if (connection && line) {
+      if (answered.size >= MAX_ANSWERED)
+        for (const [k, v] of answered) if (v.until <= now) answered.delete(k);
+      if (answered.size < MAX_ANSWERED) answered.set(connection, { line, until: now + REUSE_MS });
+    }
+    return line;
+  }
+
+  async function lookUp(login: string, uid: string, type: string, key: string): Promise<string> {
     const decision = await decide(login, fingerprintOf(key), `${type} ${key}`);
     if (!decision.allowed || !decision.installId) return '';
     // The account sshd resolved for the login must be the install's own uid (decision 185): a name
@@ -140,34 +281,10 @@ export function createSshAccessService({
     return `${sshd.keyOptions(decision.installId, shell)} ${type} ${key}\n`;
   }
 
-  async function record(event: Extract<SshdLogEvent, { kind: 'accepted' | 'refused' }>): Promise<void> {
-    const accepted = event.kind === 'accepted';
-    if (accepted) counts.accepted++;
+  async function record(event: SshLogin): Promise<void> {
+    if (event.kind === 'accepted') counts.accepted++;
     else counts.refused++;
-    const facts = isLogin(event.login) ? await decide(event.login, event.fingerprint) : null;
-    const userId = facts?.userId ?? (event.fingerprint ? await repo.keyOwner(db, event.fingerprint) : null);
-    await audit.record({
-      occurred_at: clock.now(),
-      account_id: facts?.accountId ?? null,
-      actor_type: 'user',
-      actor_user_id: userId,
-      credential_id: null,
-      ip: event.address,
-      request_id: `ssh-${randomUUID()}`,
-      action: 'ssh.login',
-      method: 'SSH',
-      path: `ssh://${event.login}`,
-      resource_type: 'install',
-      resource_id: facts?.installId ?? null,
-      status: accepted ? 200 : 403,
-      before: null,
-      after: {
-        result: accepted ? 'accepted' : 'refused',
-        login: event.login,
-        install_name: facts?.installName ?? null,
-        fingerprint: event.fingerprint,
-      },
-    });
+    await authority.record(event);
   }
 
   let lastAccepted: { login: string; fingerprint: string } | null = null;
@@ -212,7 +329,7 @@ export function createSshAccessService({
   /** Decision 185: a login entry for each install name here, and a chroot link for each login. */
   async function syncLogins() {
     const ids = (await sshd.liveInstallIds()).slice(0, MAX_LOGINS);
-    const names = await repo.installNames(db, ids);
+    const names = await authority.installNames(ids);
     await sshd.syncLogins(names, AbortSignal.timeout(60_000));
     await sshd.pruneChroots(names);
   }
