@@ -28,14 +28,14 @@ const NONE: Decision = {
 export function agentSshAuthority({
   ask,
   installNames,
-  forbidden,
+  statusOf,
   now = Date.now,
 }: {
   ask: AgentAsk;
   /** The names of this server's installs (the agent's own database). */
   installNames: (ids: string[]) => Promise<Map<string, string>>;
-  /** Whether an error is the control plane's 403 (an install not placed here): a refusal, kept. */
-  forbidden: (err: unknown) => boolean;
+  /** The control plane's error status of a failed request (null: no answer): 403 is a refusal, kept. */
+  statusOf: (err: unknown) => number | null;
   now?: () => number;
 }): SshAuthority {
   const cache = new Map<string, { decision: Decision; until: number }>();
@@ -65,7 +65,7 @@ export function agentSshAuthority({
         fullAccess: answer.full_access === true,
       };
     } catch (err) {
-      if (!forbidden(err)) throw err;
+      if (statusOf(err) !== 403) throw err;
       decision = NONE;
     }
     if (cache.size >= 1000) for (const [k, v] of cache) if (v.until <= now()) cache.delete(k);
@@ -99,9 +99,13 @@ export function agentSshAuthority({
             },
             SSH_ASK_TIMEOUT_MS,
           );
-        } catch {
-          retryAt = now() + 5000;
-          return;
+        } catch (err) {
+          // A batch the control plane refuses as such (400, 413) is dropped: it would block the rest.
+          const status = statusOf(err);
+          if (status !== 400 && status !== 413) {
+            retryAt = now() + 5000;
+            return;
+          }
         }
         pending.splice(0, batch.length);
       }

@@ -291,7 +291,7 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
         authority: agentSshAuthority({
           ask: (route, body, timeoutMs) => request('POST', route, body, timeoutMs),
           installNames: deps.installs.names,
-          forbidden: (err) => err instanceof AgentHttpError && err.status === 403,
+          statusOf: (err) => (err instanceof AgentHttpError ? err.status : null),
         }),
         log: (message, err) => {
           if (!signal.aborted) log(`${message}${err ? `: ${(err as Error).message}` : ''}`);
