@@ -167,6 +167,13 @@ export async function sanitizeTree(
   if (stdout.trim() !== '') throw new DriverError(operation, 'the tree holds device files; refused', true);
 }
 
+/**
+ * `tar --create`'s exit 1 is "some files differ": a file changed or went away while it was read (a
+ * live site writes its cache and uploads). The archive is whole and every other file exact, as any
+ * backup of a running site is; only 2 (a fatal error) fails (decision #207).
+ */
+const TAR_CREATE_OK = [0, 1];
+
 /** The compressor of backup archives: gzip's level 1 (still a `.tar.gz` any tool reads). */
 const GZIP_FAST = 'gzip -1';
 
@@ -196,7 +203,7 @@ export async function archiveTree(owner: TreeOwner, dir: string, archive: string
       signal,
       ['ignore', 'pipe'],
     );
-    const done = exited(child, 'tar');
+    const done = exited(child, 'tar', TAR_CREATE_OK);
     const write = (async () => {
       for await (const chunk of child.stdout as NodeJS.ReadableStream) await handle.write(chunk as Buffer);
     })();
@@ -281,7 +288,7 @@ export async function copyTree(
       throw err;
     };
     const results = await Promise.allSettled([
-      exited(reader, 'tar --create').catch(fail),
+      exited(reader, 'tar --create', TAR_CREATE_OK).catch(fail),
       exited(writer, 'tar --extract').catch(fail),
       pipeline(reader.stdout as NodeJS.ReadableStream, writer.stdin as NodeJS.WritableStream).catch(fail),
     ]);
