@@ -8,7 +8,9 @@ import { BOSS_SCHEMA, WAKE_CHANNEL } from './queue.names.js';
  */
 const job = sql.raw(`${BOSS_SCHEMA}.job`);
 /** Drizzle spreads a JS array into a list: the ids go as one array literal. */
-const uuids = (ids: string[]) => sql`${`{${ids.join(',')}}`}::uuid[]`;
+/** A PostgreSQL array literal of quoted elements (no element holds a quote or backslash: ids, queue names). */
+const arrayLiteral = (items: string[]) => `{${items.map((i) => `"${i}"`).join(',')}}`;
+const uuids = (ids: string[]) => sql`${arrayLiteral(ids)}::uuid[]`;
 
 /** Moves the start of these jobs' pending retries to now (instead of after their back-off). */
 export async function retryNow(tx: Db, name: string, ids: string[]) {
@@ -60,7 +62,7 @@ export async function readyQueues(db: Db, names: string[]): Promise<string[]> {
   const rows = await queryRows<{ name: string }>(
     db,
     sql`select distinct name from ${job}
-        where name = any(${`{${names.map((n) => `"${n}"`).join(',')}}`}::text[])
+        where name = any(${arrayLiteral(names)}::text[])
           and state < 'active' and start_after < now()`,
   );
   return rows.map((r) => r.name);

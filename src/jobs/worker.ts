@@ -272,6 +272,7 @@ export function createWorker(deps: WorkerDeps) {
       const free = concurrency - inflight.size;
       let fetched = 0;
       let wait = config.pollIntervalMs;
+      let failed = false;
       if (free > 0) {
         try {
           const jobs = await queue.fetch(name, free, { workerId: lease.id });
@@ -282,6 +283,7 @@ export function createWorker(deps: WorkerDeps) {
             inflight.add(p);
           }
         } catch (err) {
+          failed = true;
           wait = outage.failed(`fetch ${name}`, err);
         }
       }
@@ -291,12 +293,7 @@ export function createWorker(deps: WorkerDeps) {
       if (fetched > 0 && fetched === free && !full) continue;
       // An idle queue sleeps until a NOTIFY or the prober (below) says it has work; the long
       // fallback only covers a prober that itself could not run.
-      await sleep(
-        name,
-        fetched === 0 && wait === config.pollIntervalMs ? idleFallbackMs : wait,
-        inflight,
-        full,
-      );
+      await sleep(name, fetched === 0 && !failed ? idleFallbackMs : wait, inflight, full);
     }
   }
 
@@ -308,17 +305,23 @@ export function createWorker(deps: WorkerDeps) {
    */
   const PROBER = '\0prober';
   const idleFallbackMs = Math.max(config.pollIntervalMs * 15, 30_000);
-  async function probeLoop(names: string[]) {
+  const probeLoop = (names: string[]) =>
+    every(PROBER, 'probe', config.pollIntervalMs, async () => {
+      for (const name of await queue.readyQueues(names)) wake(name);
+    });
+
+  /** Runs `tick` every `intervalMs` until stopping; a failing tick backs off as the outage says. */
+  async function every(name: string, label: string, intervalMs: number, tick: () => Promise<unknown>) {
     while (!stopping) {
-      let wait = config.pollIntervalMs;
+      let wait = intervalMs;
       try {
-        for (const name of await queue.readyQueues(names)) wake(name);
-        outage.ok('probe');
+        await tick();
+        outage.ok(label);
       } catch (err) {
-        wait = Math.max(wait, outage.failed('probe', err));
+        wait = Math.max(wait, outage.failed(label, err));
       }
       if (stopping) break;
-      await sleep(PROBER, wait, new Set(), false);
+      await sleep(name, wait, new Set(), false);
     }
   }
 
@@ -338,19 +341,7 @@ export function createWorker(deps: WorkerDeps) {
   }
 
   const SWEEPER = '\0sweeper';
-  async function sweepLoop() {
-    while (!stopping) {
-      let wait = config.sweepIntervalMs;
-      try {
-        await sweepNow();
-        outage.ok('sweep');
-      } catch (err) {
-        wait = Math.max(wait, outage.failed('sweep', err));
-      }
-      if (stopping) break;
-      await sleep(SWEEPER, wait, new Set(), false);
-    }
-  }
+  const sweepLoop = () => every(SWEEPER, 'sweep', config.sweepIntervalMs, sweepNow);
 
   return {
     runner,

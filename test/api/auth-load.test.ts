@@ -1,3 +1,4 @@
+// test-db: postgres (the subject is password hashing under load: its gate, cache and counters live in the process, not the database: docs/decisions.md #206)
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { describe, it, type TestContext } from 'node:test';

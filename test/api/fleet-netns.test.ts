@@ -285,30 +285,58 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     const y = victim.server;
     const server = hosting.servers[y];
     assert.ok(server);
+    // The longest time without a connected agent: on a loaded machine an agent can take longer than
+    // FLEET_SILENT_SECONDS to start, and then `silent` is the truth, not a flap.
+    let longestGap = 0;
+    let down = Date.now();
     await hosting.killAgent(y);
     const faulty = hosting.startAgent(y, url, undefined, {
       HOSTPLANE_FAULTS: 'on',
       AGENT_FAULT_KILL_BEFORE_REPORT: 'backup',
     });
     await faulty.waitFor(/connected to/);
-    const statuses = new Set<string>();
+    longestGap = Math.max(longestGap, Date.now() - down);
+    const statuses: string[] = [];
+    const seen = (status: string) => {
+      if (statuses.at(-1) !== status) statuses.push(status);
+    };
     const backupsDir = path.join(server.hostingRoot, 'backups', slugOf(victim.install.id));
     const before = fs.existsSync(backupsDir) ? fs.readdirSync(backupsDir).length : 0;
     const op = await backup(victim.install.id, 'killed before its report');
     await until('the agent killed itself after the backup', async () => {
       await tick();
-      statuses.add(await statusOf(y));
+      seen(await statusOf(y));
       return (await Promise.race([faulty.exited, sleep(0).then(() => undefined)])) !== undefined;
     });
     assert.equal(await faulty.exited, 'SIGKILL', faulty.output());
+    down = Date.now();
     server.agent = null;
     const restarted = hosting.startAgent(y, url);
+    void restarted.waitFor(/connected to/).then(() => {
+      longestGap = Math.max(longestGap, Date.now() - down);
+    });
     await until('the backup completed after the restart', async () => {
       await tick();
-      statuses.add(await statusOf(y));
+      seen(await statusOf(y));
       return (await owner.client.get(op)).body.status === 'completed';
     });
-    assert.deepEqual([...statuses], ['live'], 'the server never shown silent');
+    await until('the server live after the restart', async () => {
+      await tick();
+      seen(await statusOf(y));
+      return statuses.at(-1) === 'live';
+    });
+    const silentAfterMs = 30_000;
+    if (longestGap < silentAfterMs)
+      assert.deepEqual(
+        statuses,
+        ['live'],
+        `the server never shown silent (agent away ${longestGap} ms at most)`,
+      );
+    else {
+      // Away longer than the silence line: shown silent once, then live: never back and forth.
+      console.log(`the agent was away ${longestGap} ms (machine loaded): statuses ${statuses.join(' -> ')}`);
+      assert.ok(statuses.length <= 3 && statuses.at(-1) === 'live', statuses.join(' -> '));
+    }
     assert.equal(await backupsNamed(victim.install.id, 'killed before its report'), 1);
     assert.equal(fs.readdirSync(backupsDir).length, before + 1, 'one backup on the server');
     assert.deepEqual(databasesOn(y), [slugOf(victim.install.id)]);

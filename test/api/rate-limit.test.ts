@@ -1,3 +1,4 @@
+// test-db: postgres (the subject is the rate limiter, whose counters live in the process or Redis, not the database: docs/decisions.md #206)
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';

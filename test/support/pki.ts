@@ -67,6 +67,38 @@ authorityKeyIdentifier = keyid:always
 subjectAltName = $ENV::SAN
 `;
 
+/**
+ * RSA keys come from a pool shared by the run's test processes (`.tmp/test-keys`, root-only): an
+ * RSA-2048 key costs ~0.2 CPU-s to generate and the files asked for dozens. Every key a process takes
+ * is a different one (a counter per process), so a test that pairs a certificate with another key
+ * still gets a mismatch; two processes may hold the same key, which no test can see. A missing key is
+ * generated and linked into place (a racing process's key wins, either is fine).
+ */
+const KEY_POOL = path.resolve('.tmp/test-keys');
+let pooled = 0;
+function pooledRsaKey(): string {
+  const file = path.join(KEY_POOL, `rsa-${++pooled}.pem`);
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(KEY_POOL, { recursive: true, mode: 0o700 });
+    const tmp = `${file}.${process.pid}`;
+    execFileSync(
+      'openssl',
+      ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', tmp],
+      {
+        stdio: 'pipe',
+      },
+    );
+    try {
+      fs.linkSync(tmp, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      fs.rmSync(tmp, { force: true });
+    }
+  }
+  return fs.readFileSync(file, 'utf8');
+}
+
 /** `YYYYMMDDHHMMSSZ`, the date form `openssl ca -startdate/-enddate` takes. */
 const asn1Time = (d: Date) => `${d.toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`;
 
@@ -83,12 +115,9 @@ export function createPki(now = new Date()) {
     execFileSync('openssl', args, { cwd: dir, env: { ...process.env, SAN: san }, stdio: 'pipe' });
 
   function newKey(type: 'rsa' | 'ec'): string {
+    if (type === 'rsa') return pooledRsaKey();
     const file = `key${++counter}.pem`;
-    const algorithm =
-      type === 'rsa'
-        ? ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048']
-        : ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'];
-    openssl(['genpkey', ...algorithm, '-out', file]);
+    openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', file]);
     return fs.readFileSync(path.join(dir, file), 'utf8');
   }
 

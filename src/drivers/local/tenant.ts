@@ -168,6 +168,16 @@ export async function sanitizeTree(
 }
 
 /**
+ * `tar --create`'s exit 1 is "some files differ": a file changed or went away while it was read (a
+ * live site writes its cache and uploads). The archive is whole and every other file exact, as any
+ * backup of a running site is; only 2 (a fatal error) fails (decision #207).
+ */
+const TAR_CREATE_OK = [0, 1];
+
+/** The compressor of backup archives: gzip's level 1 (still a `.tar.gz` any tool reads). */
+const GZIP_FAST = 'gzip -1';
+
+/**
  * A backup's tar.gz of `dir`'s contents: `tar --create` run as the tree's owner (links kept as
  * links, FIFOs as FIFOs, nothing followed; setuid/setgid bits dropped in the archive), its output
  * written by root into `archive` (a new file in a root-only directory, 0600).
@@ -178,11 +188,22 @@ export async function archiveTree(owner: TreeOwner, dir: string, archive: string
     const child = spawnAs(
       owner,
       'tar',
-      ['--create', '--gzip', '--numeric-owner', '--mode=ug-s', '--file', '-', '--directory', dir, '.'],
+      // gzip at its fastest level (docs/decisions.md #205): half the CPU of the default for ~20% more bytes.
+      [
+        '--create',
+        `--use-compress-program=${GZIP_FAST}`,
+        '--numeric-owner',
+        '--mode=ug-s',
+        '--file',
+        '-',
+        '--directory',
+        dir,
+        '.',
+      ],
       signal,
       ['ignore', 'pipe'],
     );
-    const done = exited(child, 'tar');
+    const done = exited(child, 'tar', TAR_CREATE_OK);
     const write = (async () => {
       for await (const chunk of child.stdout as NodeJS.ReadableStream) await handle.write(chunk as Buffer);
     })();
@@ -267,7 +288,7 @@ export async function copyTree(
       throw err;
     };
     const results = await Promise.allSettled([
-      exited(reader, 'tar --create').catch(fail),
+      exited(reader, 'tar --create', TAR_CREATE_OK).catch(fail),
       exited(writer, 'tar --extract').catch(fail),
       pipeline(reader.stdout as NodeJS.ReadableStream, writer.stdin as NodeJS.WritableStream).catch(fail),
     ]);
