@@ -28,7 +28,7 @@ type Db = 'pglite' | 'postgres';
  */
 const EXPECTED: Record<string, [number, number]> = {
   'test/api/local-web.test.ts': [0, 273],
-  'test/api/fleet-netns.test.ts': [0, 242],
+  'test/api/fleet-netns.test.ts': [0, 260],
   'test/api/local-web-domains.test.ts': [0, 209],
   'test/api/worker-process.test.ts': [18, 169],
   'test/api/hostile-tenant-files.test.ts': [0, 129],
@@ -37,7 +37,7 @@ const EXPECTED: Record<string, [number, number]> = {
   'test/api/fleet-moves.test.ts': [0, 91],
   'test/api/cli.test.ts': [79, 70],
   'test/api/console-account-browser.test.ts': [79, 0],
-  'test/api/sftp.test.ts': [0, 78],
+  'test/api/sftp.test.ts': [0, 160],
   'test/api/ssh-shell.test.ts': [0, 69],
   'test/api/startup.test.ts': [66, 31],
   'test/api/security.test.ts': [64, 43],
