@@ -6,7 +6,8 @@
  * a template of its own, `TEST_RUN_ID=sshbench`).
  *
  * 1. Login time: `sftp -b -` running `pwd` as `<install name>@127.0.0.1`, start to exit, p50/p90/p99
- *    over L logins one after another (goal p50 < 300 ms); beside it, the key lookup alone (the
+ *    over L logins one after another (goal p50 < 300 ms), interleaved with the same login to a bare
+ *    sshd (the baseline: what this machine's sshd costs without Hostplane); beside it, the key lookup alone (the
  *    AuthorizedKeysCommand's curl to Hostplane's socket) and `ssh -V` (starting the client at all).
  * 2. Revocation: a session is open, the key is deleted through the API; the next login is refused
  *    (time from the DELETE's answer to a refused login) and the open session is ended (time to its
@@ -62,6 +63,42 @@ function publicLine(comment: string): string {
   return `ssh-ed25519 ${Buffer.concat([str(Buffer.from('ssh-ed25519')), str(raw)]).toString('base64')} ${comment}`;
 }
 
+/**
+ * A bare sshd on a free port: Debian's binary with a minimal configuration of its own (a host key, the
+ * client's key in a key file for root, no PAM): what a login costs on this machine without Hostplane.
+ */
+async function bareSshd(dir: string, publicKeyFile: string) {
+  const port = await freePort();
+  const hostKey = path.join(dir, 'bare-host-key');
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey]);
+  const keys = path.join(dir, 'bare-authorized-keys');
+  await fs.copyFile(publicKeyFile, keys);
+  const pidFile = path.join(dir, 'bare.pid');
+  const config = path.join(dir, 'bare-sshd.conf');
+  await fs.writeFile(
+    config,
+    [
+      `Port ${port}`,
+      'ListenAddress 127.0.0.1',
+      `HostKey ${hostKey}`,
+      `PidFile ${pidFile}`,
+      `AuthorizedKeysFile ${keys}`,
+      'StrictModes no',
+      'UsePAM no',
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      'Subsystem sftp internal-sftp',
+      '',
+    ].join('\n'),
+  );
+  await fs.mkdir('/run/sshd', { recursive: true, mode: 0o755 });
+  execFileSync('/usr/sbin/sshd', ['-f', config, '-E', path.join(dir, 'bare-sshd.log')]);
+  if (!(await within(10_000, async () => (await fs.stat(pidFile).catch(() => null)) !== null)))
+    throw new Error('the bare sshd did not start');
+  const pid = Number((await fs.readFile(pidFile, 'utf8')).trim());
+  return { port, stop: () => process.kill(pid, 'SIGTERM') };
+}
+
 await fs.mkdir(PARENT, { recursive: true, mode: 0o755 });
 // The harness's database: a template of this run's own (TEST_RUN_ID), dropped at the end.
 await prepareTemplate();
@@ -110,14 +147,27 @@ try {
   }
   const seedSeconds = (performance.now() - seedStart) / 1000;
 
-  const sftp = (key: string) =>
-    runTool('sftp', ['-b', '-', ...clientOptions(key), '-P', String(sshPort), `${login}@127.0.0.1`], 'pwd\n');
+  const sftp = (key: string, port = sshPort, user = login) =>
+    runTool('sftp', ['-b', '-', ...clientOptions(key), '-P', String(port), `${user}@127.0.0.1`], 'pwd\n');
+  // The baseline, in the same run: the same sshd binary with nothing of Hostplane's (a key file, no
+  // PAM, no chroot, no key command), logged in to by the same client, interleaved with ours so the
+  // machine's load falls on both alike.
+  const bare = await bareSshd(keysDir, `${ownerKey}.pub`);
   const logins: number[] = [];
-  for (let i = 0; i < LOGINS; i++) {
-    const start = performance.now();
-    const ran = await sftp(ownerKey);
-    if (ran.code !== 0) throw new Error(`login ${i} failed: ${ran.stderr}`);
-    logins.push(performance.now() - start);
+  const bareLogins: number[] = [];
+  try {
+    for (let i = 0; i < LOGINS; i++) {
+      const start = performance.now();
+      const ran = await sftp(ownerKey);
+      if (ran.code !== 0) throw new Error(`login ${i} failed: ${ran.stderr}`);
+      logins.push(performance.now() - start);
+      const bareStart = performance.now();
+      const bareRan = await sftp(ownerKey, bare.port, 'root');
+      if (bareRan.code !== 0) throw new Error(`bare login ${i} failed: ${bareRan.stderr}`);
+      bareLogins.push(performance.now() - bareStart);
+    }
+  } finally {
+    bare.stop();
   }
   // The key lookup alone, as sshd runs it (curl, the socket, one database round).
   const blob = (await fs.readFile(`${ownerKey}.pub`, 'utf8')).split(' ')[1] as string;
@@ -193,6 +243,8 @@ try {
     keys: KEYS,
     seed_seconds: Math.round(seedSeconds),
     login_ms: summary(logins),
+    bare_sshd_login_ms: summary(bareLogins),
+    login_p50_ratio_to_bare: Math.round((percentile(logins, 50) / percentile(bareLogins, 50)) * 100) / 100,
     key_lookup_ms: summary(lookups),
     ssh_client_start_ms: summary(client),
     revocation_next_login_refused_ms: summary(refusal),
@@ -203,12 +255,14 @@ try {
   const md = `# SSH login (issue 31), ${new Date().toISOString().slice(0, 10)}
 
 ${KEYS} keys registered (${Math.round(seedSeconds)} s to register), ${os.cpus().length} cores, load ${result.load.join(' ')}.
+Login p50 against the bare sshd's p50 in the same run: ${result.login_p50_ratio_to_bare}x.
 
 | measure | n | p50 ms | p90 ms | p99 ms | max ms |
 | --- | --- | --- | --- | --- | --- |
 ${(
   [
     ['SFTP login (`sftp -b -` pwd, start to exit)', result.login_ms],
+    ['the same login to a bare sshd (key file, no PAM, no chroot), interleaved', result.bare_sshd_login_ms],
     ['key lookup alone (curl to the socket)', result.key_lookup_ms],
     ['`ssh -V` (the client starting)', result.ssh_client_start_ms],
     ['key deleted -> next login refused (that login’s time)', result.revocation_next_login_refused_ms],
