@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { expectFieldError } from '../support/assertions.js';
 import { factories } from '../support/factories.js';
 import { ADMIN_TOKEN, buildTestApp, clientFor, type Json, uniqueName } from '../support/harness.js';
+import { testSshKey } from '../support/ssh-keys.js';
 
 // Issue 30: hosting servers (/admin/v1/servers) and the agent protocol (/agent/v1), with the remote
 // driver (HOSTING_DRIVER=fleet). The agent is played by hand here (its requests through the API); the
@@ -288,5 +289,78 @@ describe('issue 30: calls through the agents (HOSTING_DRIVER=fleet)', () => {
       [held.id],
     );
     assert.equal((await t.admin.delete(`/admin/v1/servers/${server.server.id}`)).status, 409);
+  });
+});
+
+// Issue 31 (decision 200): the agent's SSH routes, delegated here by the security table:
+// operationId: 'agentSshDecide', operationId: 'agentSshLogins'.
+describe('issue 31: the agent SSH routes', () => {
+  it("issue 31: a server's agent is answered about installs placed on it only (403 for another server's install), 401 without its own credential; the logins it reports are audit events naming the server", async () => {
+    const dc = region();
+    const x = await enrolledServer({ labels: { region: dc } });
+    const y = await enrolledServer({ labels: { region: region() } });
+    const w = await f.world({ preferred_data_center: dc });
+    await t.runJobs();
+    // The agent provisions it (by hand here): SSH opens active installs only.
+    const [call] = await x.fetch();
+    assert.ok(call);
+    const done = { job_id: call.job_id, status: 'done', result: { wp_version: '6.5', php_version: '8.2' } };
+    assert.equal((await x.agent.post(`/agent/v1/calls/${call.id}/report`, done)).body.state, 'done');
+    t.clock.advance(3000);
+    await t.runJobs();
+    assert.equal((await w.owner.client.get(`/v1/installs/${w.install.id}`)).body.status, 'active');
+    const key = testSshKey();
+    const registered = await w.owner.client.post('/v1/ssh_keys', { public_key: key.line });
+    assert.equal(registered.status, 201, JSON.stringify(registered.body));
+    const fingerprintOf = (blob: Buffer) =>
+      `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+    assert.equal(registered.body.fingerprint, fingerprintOf(key.blob));
+    const ask = {
+      login: w.install.name,
+      fingerprint: fingerprintOf(key.blob),
+      public_key: `${key.type} ${key.blob.toString('base64')}`,
+    };
+
+    const allowed = await x.agent.post('/agent/v1/ssh/decide', ask);
+    assert.equal(allowed.status, 200, JSON.stringify(allowed.body));
+    assert.equal(allowed.body.allowed, true);
+    assert.equal(allowed.body.install_id, w.install.id);
+    assert.equal(allowed.body.full_access, true);
+    const unknownKey = testSshKey();
+    const refused = await x.agent.post('/agent/v1/ssh/decide', {
+      ...ask,
+      fingerprint: fingerprintOf(unknownKey.blob),
+      public_key: `${unknownKey.type} ${unknownKey.blob.toString('base64')}`,
+    });
+    assert.equal(refused.status, 200, JSON.stringify(refused.body));
+    assert.equal(refused.body.allowed, false, 'a key nobody registered opens nothing');
+    assert.equal((await y.agent.post('/agent/v1/ssh/decide', ask)).status, 403, "another server's install");
+    assert.equal((await t.anonymous.post('/agent/v1/ssh/decide', ask)).status, 401);
+    assert.equal((await w.owner.client.post('/agent/v1/ssh/decide', ask)).status, 401, 'a user credential');
+    assert.equal(
+      (await x.agent.post('/agent/v1/ssh/decide', { ...ask, login: 'Bad Name!' })).status,
+      400,
+      'a login that is no install name',
+    );
+
+    const login = {
+      result: 'accepted',
+      login: w.install.name,
+      address: '203.0.113.5',
+      fingerprint: registered.body.fingerprint,
+    };
+    assert.equal((await t.anonymous.post('/agent/v1/ssh/logins', { logins: [login] })).status, 401);
+    const recorded = await x.agent.post('/agent/v1/ssh/logins', { logins: [login] });
+    assert.equal(recorded.status, 200, JSON.stringify(recorded.body));
+    assert.equal(recorded.body.recorded, 1);
+    const events = await w.owner.client.get(
+      `/v1/accounts/${w.account.id}/audit_events?action=ssh.login&limit=10`,
+    );
+    assert.equal(events.status, 200);
+    const event = (events.body.results as Json[]).find((e) => e.resource.id === w.install.id);
+    assert.ok(event, JSON.stringify(events.body).slice(0, 600));
+    assert.equal(event.actor.ip, '203.0.113.5');
+    assert.equal(event.after.fingerprint, registered.body.fingerprint);
+    assert.match(JSON.stringify(event), new RegExp(x.server.id as string), 'the event names server x');
   });
 });

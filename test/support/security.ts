@@ -1226,6 +1226,8 @@ export const ROUTES: readonly SecuredRoute[] = [
       ['POST', '/agent/v1/credential', 'agentRotateCredential'],
       ['POST', '/agent/v1/calls/fetch', 'agentFetchCalls'],
       ['POST', '/agent/v1/calls/:call_id/report', 'agentReportCall'],
+      ['POST', '/agent/v1/ssh/decide', 'agentSshDecide'],
+      ['POST', '/agent/v1/ssh/logins', 'agentSshLogins'],
     ] as const
   ).map(
     ([method, path, operationId]): DelegatedRoute => ({
