@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { DriverError, type DriverOperation, type Snapshot } from '../../drivers/driver.js';
 import type { RemoteMethod } from '../../fleet/remote-driver.js';
 import type { JobHandler } from '../../jobs/catalog.js';
+import { PLANS_WITH_STABLE_IPS } from '../installs/installs.service.js';
 import type { OperationRow } from '../operations/operations.service.js';
 import {
   inputOf,
@@ -109,8 +110,12 @@ export function createMoveJob(deps: MovesDeps) {
 
     if (state.phase !== 'switched') {
       try {
-        // 1. A copy while the source serves; 2. the final sync (decision #177); 3. the check.
-        const first = await ask<Snapshot>('backup', 'backup', 'copy-backup', source, ref);
+        // 0. The install made on the target (its system user, database account, pool: what a
+        // restore swaps into); 1. a copy while the source serves, its archive crossing through the
+        // control plane (decision #195); 2. the final sync (decision #177); 3. the check.
+        await ask('provision', 'provision', 'target-provision', target, ref);
+        const shipped = { ...ref, upload_archive: true };
+        const first = await ask<Snapshot>('backup', 'backup', 'copy-backup', source, shipped);
         await ask('restore', 'restore', 'copy-restore', target, {
           install: ref,
           snapshot: first,
@@ -118,7 +123,7 @@ export function createMoveJob(deps: MovesDeps) {
         });
         if (state.phase === 'copying' && !(await setPhase(op.id, { phase: 'syncing' })))
           return step((await operations.find(op.id)) ?? op);
-        const last = await ask<Snapshot>('backup', 'backup', 'final-backup', source, ref);
+        const last = await ask<Snapshot>('backup', 'backup', 'final-backup', source, shipped);
         await ask('restore', 'restore', 'final-restore', target, {
           install: ref,
           snapshot: last,
@@ -150,6 +155,10 @@ export function createMoveJob(deps: MovesDeps) {
           if (!moved)
             throw new Error(`install ${install.id} is no longer at generation ${source.generation}`);
         }
+        // I9 (decision #167): the plans with stable IPs show their new server's addresses.
+        const row = await repo.lockInstall(tx, install.id);
+        if (row && PLANS_WITH_STABLE_IPS.includes(row.plan))
+          await repo.setStableIpsFromServer(tx, install.id, target.serverId);
         await operations.setState(tx, op.id, 'move_install', { ...current, phase: 'switched' });
         await deps.requestRouting(tx, install);
         return true;
