@@ -1226,6 +1226,9 @@ export const ROUTES: readonly SecuredRoute[] = [
       ['POST', '/agent/v1/credential', 'agentRotateCredential'],
       ['POST', '/agent/v1/calls/fetch', 'agentFetchCalls'],
       ['POST', '/agent/v1/calls/:call_id/report', 'agentReportCall'],
+      ['PUT', '/agent/v1/calls/:call_id/archive', 'agentPutArchivePart'],
+      ['POST', '/agent/v1/calls/:call_id/archive/complete', 'agentCompleteArchive'],
+      ['GET', '/agent/v1/calls/:call_id/archive', 'agentGetArchive'],
     ] as const
   ).map(
     ([method, path, operationId]): DelegatedRoute => ({

@@ -113,9 +113,15 @@ export function createMoveJob(deps: MovesDeps) {
         // 0. The install made on the target (its system user, database account, pool: what a
         // restore swaps into); 1. a copy while the source serves, its archive crossing through the
         // control plane (decision #195); 2. the final sync (decision #177); 3. the check.
-        await ask('provision', 'provision', 'target-provision', target, ref);
+        // The provision and the first backup are on different servers: asked together.
         const shipped = { ...ref, upload_archive: true };
-        const first = await ask<Snapshot>('backup', 'backup', 'copy-backup', source, shipped);
+        const [made, taken] = await Promise.allSettled([
+          ask('provision', 'provision', 'target-provision', target, ref),
+          ask<Snapshot>('backup', 'backup', 'copy-backup', source, shipped),
+        ]);
+        if (taken.status === 'rejected') throw taken.reason;
+        if (made.status === 'rejected') throw made.reason;
+        const first = taken.value;
         await ask('restore', 'restore', 'copy-restore', target, {
           install: ref,
           snapshot: first,
