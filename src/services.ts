@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { createAuthenticator } from './auth/authenticator.js';
 import { createCredentialGate } from './auth/credentials.js';
 import type { Clock } from './clock.js';
@@ -120,6 +121,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     queue,
     secretBox: createSecretBox(secretKey, config.secretKeyOld),
     fleet: config.fleet,
+    archiveDir: path.join(config.dataDir, 'fleet-archives'),
   });
   const made = driver
     ? null

@@ -42,6 +42,11 @@ export interface Snapshot {
   location?: string;
   /** SHA-256 of the backup's artefacts (the local driver: the files archive and the database dump). */
   checksums?: { files: string; database: string };
+  /**
+   * Issue 30: the backup's archive as its server sent it to the control plane, for another server to
+   * fetch (a copy or move across servers): the backup call's id, the archive's SHA-256 and length.
+   */
+  archive?: { id: string; sha256: string; bytes: number };
 }
 
 export interface DiskUsage {
@@ -219,6 +224,18 @@ export interface HostingDriver {
   readonly routingInContent?: boolean;
   /** Releases what the driver holds open (connections); optional. */
   close?(): Promise<void>;
+  /**
+   * Issue 30: makes the backup `snapshot` (taken on another server, `snapshot.archive`) present on
+   * this one for `installId`, from its archive (`open` streams it); answers the snapshot as this
+   * server holds it (its `location` here). Checked: the archive's SHA-256, and each artefact against
+   * the snapshot's checksums. Optional: a driver whose backups need no files (the simulated one).
+   */
+  importBackup?(
+    installId: string,
+    snapshot: Snapshot,
+    open: () => Promise<Readable>,
+    signal: AbortSignal,
+  ): Promise<Snapshot>;
   /** listArchives: the downloadable export of a completed backup, served by its signed download link. */
   exportArchive(source: ArchiveSource): Promise<DriverFile>;
 }

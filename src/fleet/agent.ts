@@ -9,10 +9,18 @@ import {
   type DriverResult,
   type HostingDriver,
   type InstallRef,
+  type Snapshot,
 } from '../drivers/driver.js';
 import type { Sshd } from '../drivers/local/sshd.js';
 import { createSshAccessService } from '../modules/ssh-access/ssh-access.service.js';
 import * as agentRepo from './agent.repo.js';
+import {
+  type ArchiveLink,
+  downloadArchive,
+  snapshotOf,
+  uploadArchive,
+  withSnapshot,
+} from './agent-archives.js';
 import { agentSshAuthority } from './agent-ssh.js';
 import { REMOTE_METHODS, type RemoteMethod } from './remote-driver.js';
 
@@ -149,6 +157,14 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
   /** The highest placement generation seen per install: an older call is refused (stale). */
   const generations = new Map<string, number>();
 
+  const archiveLink: ArchiveLink = {
+    controlPlaneUrl,
+    credential: () => credential,
+    signal,
+    log,
+    refused: (route) => new AgentStopped(`the control plane refused the credential (${route}): re-enrol`),
+  };
+
   async function request(method: string, route: string, body?: unknown, timeoutMs = 30_000) {
     const send = (requestSignal: AbortSignal) => sendRequest(method, route, body, requestSignal);
     // One controller per request (AbortSignal.any would leave a listener on `signal` per request).
@@ -261,9 +277,26 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
     await deps.installs.ensure(install, typeof name === 'string' ? name : null);
     let outcome: Record<string, unknown>;
     try {
-      const result = await runCall(driver, call.method, { key: call.key, signal }, call.input);
+      let input = call.input;
+      // Issue 30 (decision #195): a copy or restore from another server's backup fetches its archive first.
+      const snapshot = snapshotOf(call.method, input);
+      if (snapshot?.archive && driver.importBackup)
+        input = withSnapshot(
+          call.method,
+          input,
+          await driver.importBackup(install, snapshot, () => downloadArchive(archiveLink, call.id), signal),
+        );
+      const result = await runCall(driver, call.method, { key: call.key, signal }, input);
+      // A backup another server will read: its archive goes to the control plane before the report.
+      const upload = (input as { upload_archive?: unknown } | null)?.upload_archive === true;
+      const value =
+        result.done && upload && call.method === 'backup'
+          ? await uploadArchive(archiveLink, driver, call.id, input as InstallRef, result.value as Snapshot)
+          : result.done
+            ? result.value
+            : null;
       outcome = result.done
-        ? { status: 'done', result: result.value ?? null }
+        ? { status: 'done', result: value ?? null }
         : { status: 'pending', check_at: result.checkAt.toISOString() };
     } catch (err) {
       if (signal.aborted) return;

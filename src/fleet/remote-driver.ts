@@ -73,13 +73,14 @@ export function createRemoteDriver(calls: FleetCallsPort): HostingDriver {
         calls.serverOf(input.destination.id),
       ]);
       if (!from || !to || from === to) return ask('copy', ctx, input.destination.id, input);
-      // Issue 30: across servers, the source's backup (on its server), then the copy from it on the
-      // destination's: both keyed by the copy's key (decision #179).
+      // Issue 30: across servers, the source's backup (on its server, its archive sent to the
+      // control plane), then the copy from it on the destination's, whose agent fetches that archive:
+      // both keyed by the copy's key (decisions #179, #195).
       const source = await ask<Snapshot>(
         'backup',
         { ...ctx, key: `${ctx.key}:copy-source` },
         input.source.id,
-        input.source,
+        { ...input.source, upload_archive: true },
       );
       if (!source.done) return source;
       return ask('copy', ctx, input.destination.id, { ...input, source_snapshot: source.value });

@@ -10,7 +10,8 @@ import { testSshKey } from '../support/ssh-keys.js';
 // driver (HOSTING_DRIVER=fleet). The agent is played by hand here (its requests through the API); the
 // `hostplane agent` processes are test/api/fleet-agents.test.ts's. The security table delegates the
 // agent routes to this file: operationId: 'agentEnrol', operationId: 'agentHeartbeat',
-// operationId: 'agentRotateCredential', operationId: 'agentFetchCalls', operationId: 'agentReportCall'.
+// operationId: 'agentRotateCredential', operationId: 'agentFetchCalls', operationId: 'agentReportCall',
+// operationId: 'agentPutArchivePart', operationId: 'agentCompleteArchive', operationId: 'agentGetArchive'.
 const t = await buildTestApp({
   env: { HOSTING_DRIVER: 'fleet', FLEET_FETCH_WAIT_SECONDS: '0', FLEET_SILENT_SECONDS: '30' },
 });
@@ -239,6 +240,69 @@ describe('issue 30: calls through the agents (HOSTING_DRIVER=fleet)', () => {
       onSmall.body.results.map((p: Json) => p.install_id),
       [next.install.id],
     );
+  });
+
+  it("issue 30 (decision #195): a backup's archive: only the server running that backup call uploads it, in parts (409 past its end, or completed at another length); a server reads only the archive its own copy or restore call names", async () => {
+    const dc = region();
+    const a = await enrolledServer({ labels: { region: dc } });
+    const b = await enrolledServer({ labels: { region: region() } });
+    const { install, owner } = await installIn(dc);
+    const [provision] = await a.fetch();
+    const put = (credential: string, callId: string, offset: number, body: Buffer) =>
+      t.app.inject({
+        method: 'PUT',
+        url: `/agent/v1/calls/${callId}/archive?offset=${offset}`,
+        headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/octet-stream' },
+        payload: body,
+      });
+    // Not a backup call: nothing to upload.
+    assert.equal((await put(a.credential, provision.id, 0, Buffer.from('x'))).statusCode, 409);
+    await a.agent.post(`/agent/v1/calls/${provision.id}/report`, {
+      job_id: provision.job_id,
+      status: 'done',
+      result: { wp_version: '6.5', php_version: '8.2' },
+    });
+    t.clock.advance(3000);
+    await t.runJobs();
+    const asked = await owner.client.post(`/v1/installs/${install.id}/backups`, {
+      description: 'shipped',
+      notification_emails: [],
+    });
+    assert.equal(asked.status, 202, JSON.stringify(asked.body));
+    await t.runJobs();
+    const [backup] = await a.fetch();
+    assert.equal(backup.method, 'backup');
+    const body = Buffer.from('the archive bytes');
+    assert.equal((await put(b.credential, backup.id, 0, body)).statusCode, 403, "another server's call");
+    const anonymous = await t.app.inject({
+      method: 'PUT',
+      url: `/agent/v1/calls/${backup.id}/archive?offset=0`,
+      headers: { 'content-type': 'application/octet-stream' },
+      payload: body,
+    });
+    assert.equal(anonymous.statusCode, 401);
+    const first = await put(a.credential, backup.id, 0, body.subarray(0, 5));
+    assert.equal(first.statusCode, 200, first.body);
+    assert.deepEqual(first.json(), { bytes: 5 });
+    assert.equal((await put(a.credential, backup.id, 9, body.subarray(9))).statusCode, 409, 'past the end');
+    // A part sent again (its answer lost) rewrites from its offset.
+    assert.deepEqual((await put(a.credential, backup.id, 0, body.subarray(0, 5))).json(), { bytes: 5 });
+    assert.deepEqual((await put(a.credential, backup.id, 5, body.subarray(5))).json(), {
+      bytes: body.length,
+    });
+    const sha256 = createHash('sha256').update(body).digest('hex');
+    const short = await a.agent.post(`/agent/v1/calls/${backup.id}/archive/complete`, { bytes: 3, sha256 });
+    assert.equal(short.status, 409, JSON.stringify(short.body));
+    const complete = await a.agent.post(`/agent/v1/calls/${backup.id}/archive/complete`, {
+      bytes: body.length,
+      sha256,
+    });
+    assert.equal(complete.status, 200, JSON.stringify(complete.body));
+    assert.deepEqual(complete.body, { id: backup.id, bytes: body.length, sha256 });
+    // A backup call feeds on no archive; another server's call is 403 whatever it names.
+    assert.equal((await a.agent.get(`/agent/v1/calls/${backup.id}/archive`)).status, 404);
+    assert.equal((await b.agent.get(`/agent/v1/calls/${backup.id}/archive`)).status, 403);
+    assert.equal((await t.anonymous.get(`/agent/v1/calls/${backup.id}/archive`)).status, 401);
   });
 
   it('issue 30: a silent server: its calls wait with the reason, then fail with it; ask-again is rescheduled', async () => {

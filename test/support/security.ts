@@ -1228,6 +1228,9 @@ export const ROUTES: readonly SecuredRoute[] = [
       ['POST', '/agent/v1/calls/:call_id/report', 'agentReportCall'],
       ['POST', '/agent/v1/ssh/decide', 'agentSshDecide'],
       ['POST', '/agent/v1/ssh/logins', 'agentSshLogins'],
+      ['PUT', '/agent/v1/calls/:call_id/archive', 'agentPutArchivePart'],
+      ['POST', '/agent/v1/calls/:call_id/archive/complete', 'agentCompleteArchive'],
+      ['GET', '/agent/v1/calls/:call_id/archive', 'agentGetArchive'],
     ] as const
   ).map(
     ([method, path, operationId]): DelegatedRoute => ({

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ArchiveSource, CallContext, HostingDriver, InstallRef, Snapshot } from '../driver.js';
 import { type TarEntry, tarSize, tarStream } from '../tar.js';
+import { extractTar } from '../tar-read.js';
 import { openBackupFile } from './archive-files.js';
 import type { LocalContext } from './context.js';
 import type { Trigger } from './database.js';
@@ -35,17 +36,52 @@ const FILES_ARCHIVE = 'files.tar.gz';
 const DB_DUMP = 'database.sql';
 const MANIFEST = 'manifest.json';
 /** Where a snapshot's backup lives, relative to HOSTING_ROOT/backups (checked before use). */
-const LOCATION = /^hp_[0-9a-f]{32}\/[0-9a-f-]{36}(\.[a-z]{1,32})?$/;
+const LOCATION = /^hp_[0-9a-f]{32}\/(move\.)?[0-9a-f-]{36}(\.[a-z][a-z-]{0,31})?$/;
+
+/** Where a backup's files are (its snapshot's `location`, checked). */
+export function backupDirOf(hostingRoot: string, location: string) {
+  if (!LOCATION.test(location)) throw new Error(`not a local backup location: ${JSON.stringify(location)}`);
+  return path.join(hostingRoot, 'backups', location);
+}
+
+/**
+ * A backup's directory with its artefacts checked against the manifest's checksums, and the
+ * manifest's against the snapshot's (issue 30: an imported backup is what its server recorded).
+ */
+export async function verifiedBackupAt(hostingRoot: string, snapshot: Snapshot) {
+  if (!snapshot.location) throw new Error('the backup was not made by the local driver; it holds no files');
+  const dir = backupDirOf(hostingRoot, snapshot.location);
+  const manifest = await readManifest(dir);
+  if (!manifest) throw new Error(`backup ${snapshot.location} is missing its manifest`);
+  if (
+    snapshot.checksums &&
+    (snapshot.checksums.files !== manifest.files.sha256 ||
+      snapshot.checksums.database !== manifest.database.sha256)
+  )
+    throw new Error(`backup ${snapshot.location}: its manifest is not the snapshot's backup`);
+  const archive = path.join(dir, FILES_ARCHIVE);
+  const dump = path.join(dir, DB_DUMP);
+  if ((await files.sha256File(archive)) !== manifest.files.sha256)
+    throw new Error(`backup ${snapshot.location}: the files archive does not match its checksum`);
+  if ((await files.sha256File(dump)) !== manifest.database.sha256)
+    throw new Error(`backup ${snapshot.location}: the database dump does not match its checksum`);
+  return { dir, manifest, archive, dump };
+}
+
+/** Issue 30: an imported backup (importBackup) is removed once the restore or copy it fed is done. */
+export async function removeImported(hostingRoot: string, snapshot: Snapshot) {
+  if (snapshot.location?.endsWith(IMPORTED))
+    await files.remove(backupDirOf(hostingRoot, snapshot.location)).catch(() => undefined);
+}
+
+const IMPORTED = '.imported';
 
 export function backupOperations(
   ctx: LocalContext,
-): Pick<HostingDriver, 'backup' | 'restore' | 'exportArchive'> {
+): Pick<HostingDriver, 'backup' | 'restore' | 'exportArchive' | 'importBackup'> {
   const { clock, mariadb, hostingRoot, midway, once } = ctx;
 
-  function backupDir(location: string) {
-    if (!LOCATION.test(location)) throw new Error(`not a local backup location: ${JSON.stringify(location)}`);
-    return path.join(hostingRoot, 'backups', location);
-  }
+  const backupDir = (location: string) => backupDirOf(hostingRoot, location);
 
   async function takeBackup(install: InstallRef, key: string, signal: AbortSignal): Promise<Snapshot> {
     const paths = pathsOf(hostingRoot, install.id);
@@ -100,20 +136,7 @@ export function backupOperations(
     return snapshotOf(manifest, location);
   }
 
-  /** A backup's directory with its artefacts checked against the manifest's checksums. */
-  async function verifiedBackup(snapshot: Snapshot) {
-    if (!snapshot.location) throw new Error('the backup was not made by the local driver; it holds no files');
-    const dir = backupDir(snapshot.location);
-    const manifest = await readManifest(dir);
-    if (!manifest) throw new Error(`backup ${snapshot.location} is missing its manifest`);
-    const archive = path.join(dir, FILES_ARCHIVE);
-    const dump = path.join(dir, DB_DUMP);
-    if ((await files.sha256File(archive)) !== manifest.files.sha256)
-      throw new Error(`backup ${snapshot.location}: the files archive does not match its checksum`);
-    if ((await files.sha256File(dump)) !== manifest.database.sha256)
-      throw new Error(`backup ${snapshot.location}: the database dump does not match its checksum`);
-    return { dir, manifest, archive, dump };
-  }
+  const verifiedBackup = (snapshot: Snapshot) => verifiedBackupAt(hostingRoot, snapshot);
 
   return {
     backup: (call: CallContext, install: InstallRef) =>
@@ -175,10 +198,56 @@ export function backupOperations(
           );
           // Issue 21: the page cache holds pages of before the restore.
           await ctx.web?.purgePage(id);
+          await removeImported(hostingRoot, input.snapshot);
           return { wp_version: backup.manifest.wp_version };
         },
         true,
       ),
+
+    /**
+     * Issue 30: a backup taken on another server, from its archive (what exportArchive made there),
+     * as `hp_<install>/<archive id>.imported`: the tar read as it arrives into a root-only temporary
+     * directory (only its three artefacts, regular files), its SHA-256 and length checked against the
+     * snapshot's archive, the manifest's checksums against the snapshot's, each artefact against the
+     * manifest; then renamed into place (a crash leaves only the temporary directory).
+     */
+    async importBackup(
+      installId: string,
+      snapshot: Snapshot,
+      open: () => Promise<Readable>,
+      signal: AbortSignal,
+    ) {
+      const archive = snapshot.archive;
+      if (!archive || !/^[0-9a-f-]{36}$/.test(archive.id) || !snapshot.checksums)
+        throw new Error('the snapshot names no archive (with checksums) to import');
+      const location = `${installSlug(installId)}/${archive.id}${IMPORTED}`;
+      const dir = backupDir(location);
+      const imported = { ...snapshot, location };
+      const present = await verifiedBackupAt(hostingRoot, imported).catch(() => null);
+      if (present) return imported;
+      const backups = pathsOf(hostingRoot, installId).backups;
+      const tmp = path.join(backups, `.tmp-import-${archive.id}`);
+      await files.remove(dir, signal);
+      await files.remove(tmp, signal);
+      for (const d of [path.dirname(backups), backups, tmp]) {
+        await fs.mkdir(d, { recursive: true, mode: 0o700 });
+        await fs.chmod(d, 0o700);
+      }
+      try {
+        const got = await extractTar(await open(), tmp, [MANIFEST, DB_DUMP, FILES_ARCHIVE], signal);
+        if (got.bytes !== archive.bytes || got.sha256 !== archive.sha256)
+          throw new Error(
+            `the archive of backup ${archive.id} arrived as ${got.bytes} bytes with SHA-256 ${got.sha256}, not ${archive.bytes} bytes with ${archive.sha256}`,
+          );
+        await fs.rename(tmp, dir);
+        await verifiedBackupAt(hostingRoot, imported);
+      } catch (err) {
+        await files.remove(tmp).catch(() => undefined);
+        await files.remove(dir).catch(() => undefined);
+        throw err;
+      }
+      return imported;
+    },
 
     /**
      * The backup's three artefacts (manifest, database dump, files archive) in one uncompressed tar,

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { type CallContext, type CopyRequest, DriverError, type HostingDriver } from '../driver.js';
+import type { CallContext, CopyRequest, HostingDriver, Snapshot } from '../driver.js';
+import { removeImported, verifiedBackupAt } from './backups.js';
 import type { LocalContext } from './context.js';
 import type { Trigger } from './database.js';
 import * as files from './files.js';
@@ -58,27 +59,65 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
     return { dbWork, tables, triggers };
   }
 
-  return {
-    copy: async (call: CallContext, input: CopyRequest) => {
-      // Issue 30: the source's archive is not streamed between servers yet (decision #179).
-      if (input.source_snapshot)
-        throw new DriverError(
-          'copy',
-          'a copy from an install on another hosting server is not supported by the local driver yet',
-          true,
+  /**
+   * Issue 30: a copy from an install on another hosting server: its backup, imported here (the agent
+   * fetched its archive, backups.ts importBackup) and checked, is staged like a restore's (the tree
+   * extracted by the destination's owner, the dump loaded in staging), then the same URL rewrite.
+   */
+  async function stageFromSnapshot(
+    input: CopyRequest,
+    snapshot: Snapshot,
+    staging: string,
+    signal: AbortSignal,
+  ) {
+    const { source, destination } = input;
+    const backup = await verifiedBackupAt(hostingRoot, snapshot);
+    const sourceTables = Object.keys(snapshot.db_tables);
+    const tables = input.db_tables === null ? null : input.db_tables.filter((t) => sourceTables.includes(t));
+    if (input.include_files) {
+      const live = pathsOf(hostingRoot, destination.id).public;
+      const owner = (await tenant.ownerOf(live)) ?? tenant.ROOT;
+      const tree = path.join(staging, 'public');
+      await tenant.makeTreeDir(tree, owner);
+      await tenant.extractArchive(owner, backup.archive, tree, 'copy', signal);
+      await ctx.web?.adopt(destination.id, tree, await accountOf(ctx, destination.id), signal);
+      await tenant.settleTreeDir(tree, (await fs.lstat(live).catch(() => null))?.mode ?? 0o750);
+    }
+    const dbWork = input.include_db && (tables === null || tables.length > 0);
+    let triggers: Trigger[] = [];
+    if (dbWork) {
+      triggers = await stageDatabase(ctx, destination.id, backup.dump, signal, 'copy');
+      if (tables !== null) {
+        // C3: the dump holds every table; only those asked are swapped in.
+        const staged = databaseNames(destination.id).staging;
+        await mariadb.dropTables(
+          staged,
+          Object.keys(await mariadb.tablesOf(staged)).filter((t) => !tables.includes(t)),
         );
-      return copyOnce(call, input);
-    },
+        triggers = triggers.filter((t) => tables.includes(t.table));
+      }
+      await ctx.web?.rewriteUrls(source, destination, signal);
+    }
+    await midway('copy', signal);
+    return { dbWork, tables, triggers };
+  }
+
+  return {
+    copy: (call: CallContext, input: CopyRequest) => copyOnce(call, input),
   };
 
   function copyOnce(call: CallContext, input: CopyRequest) {
+    const remote = input.source_snapshot ?? null;
     return once(
       'copy',
       call,
-      [input.destination.id, input.source.id].filter((v, i, a) => a.indexOf(v) === i),
+      // Issue 30: a source on another server is not this server's to lock or recover.
+      (remote ? [input.destination.id] : [input.destination.id, input.source.id]).filter(
+        (v, i, a) => a.indexOf(v) === i,
+      ),
       async () => {
         const { source, destination } = input;
-        await recover(ctx, source.id, call.signal);
+        if (!remote) await recover(ctx, source.id, call.signal);
         await recover(ctx, destination.id, call.signal);
         const to = pathsOf(hostingRoot, destination.id);
         const staging = stagingDir(hostingRoot, destination.id, call.key);
@@ -86,7 +125,10 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
         // Root's (the dump is root-only); the staged tree inside it is the destination owner's.
         await tenant.rootDir(path.dirname(staging));
         await tenant.rootDir(staging);
-        const staged = await stageCopy(input, staging, call.signal).catch(async (err) => {
+        const staged = await (remote
+          ? stageFromSnapshot(input, remote, staging, call.signal)
+          : stageCopy(input, staging, call.signal)
+        ).catch(async (err) => {
           await discardStaging(ctx, destination.id, staging);
           throw err;
         });
@@ -105,6 +147,7 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
         );
         // Issue 21: the destination's page cache holds pages of before the copy.
         await ctx.web?.purgePage(destination.id);
+        if (remote) await removeImported(hostingRoot, remote);
         return {
           wp_version: input.include_files
             ? await files.readWpVersion(to.public, call.signal)

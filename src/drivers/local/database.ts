@@ -308,6 +308,12 @@ export function createMariaDb(url: string) {
       await exec(`RENAME TABLE ${list}`);
     },
 
+    /** Issue 30: drops `tables` of `db` (a cross-server copy of some tables: the others, in staging). */
+    async dropTables(db: string, tables: string[]) {
+      if (tables.length === 0) return;
+      await exec(`DROP TABLE IF EXISTS ${tables.map((t) => `${ident(db)}.${tableIdent(t)}`).join(', ')}`);
+    },
+
     close: async () => {
       if (opened) await (await opened).end();
     },

@@ -15,7 +15,18 @@ describe('local driver names (issue 16): nothing unchecked reaches a path or an 
     const id = '0f8fad5b-d9cb-469f-a165-70867728950e';
     assert.equal(keySlug(id), id);
     assert.equal(keySlug(`${id}:checkpoint`), `${id}.checkpoint`);
-    for (const bad of [`${id}:../x`, `${id}/x`, 'a b', `${id}:checkpoint:x`])
+    // Issue 30: a move's keys and a cross-server copy's source backup.
+    assert.equal(keySlug(`move:${id}:final-backup`), `move.${id}.final-backup`);
+    assert.equal(keySlug(`${id}:copy-source`), `${id}.copy-source`);
+    for (const bad of [
+      `${id}:../x`,
+      `${id}/x`,
+      'a b',
+      `${id}:checkpoint:x`,
+      `move:${id}`,
+      `moved:${id}:x`,
+      `${id}:-x`,
+    ])
       assert.throws(() => keySlug(bad));
   });
 

@@ -13,12 +13,15 @@ export function installSlug(installId: string): string {
   return `hp_${hex}`;
 }
 
-/** A directory name derived from an idempotency key (`<uuid>` or `<uuid>:<step>`), validated. */
+/**
+ * A directory name derived from an idempotency key (`<uuid>` or `<uuid>:<step>`, issue 30 also a
+ * move's `move:<uuid>:<step>` and steps with hyphens: `<uuid>:copy-source`), validated.
+ */
 export function keySlug(key: string): string {
-  if (!/^[0-9a-f-]{36}(:[a-z]{1,32})?$/.test(key))
-    throw new Error(`unexpected driver key ${JSON.stringify(key)}`);
-  return key.replace(':', '.');
+  if (!KEY.test(key)) throw new Error(`unexpected driver key ${JSON.stringify(key)}`);
+  return key.replaceAll(':', '.');
 }
+const KEY = /^(move:[0-9a-f-]{36}:[a-z][a-z-]{0,31}|[0-9a-f-]{36}(:[a-z][a-z-]{0,31})?)$/;
 
 export interface InstallPaths {
   /** HOSTING_ROOT/installs/hp_<hex> */

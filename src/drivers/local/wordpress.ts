@@ -339,8 +339,16 @@ export async function removeUser(user: string, signal: AbortSignal) {
   if (!(await userExists(user))) return;
   const { uid } = await idsOf(user, signal);
   if (uid === 0) throw new Error(`refusing to remove ${user}: uid 0`);
+  // Issue 30 (decision #197): a process in another network namespace is another hosting server's
+  // sharing this machine's user database (the fleet's test servers): neither killed nor the user removed.
+  const here = await fs.readlink('/proc/self/ns/net').catch(() => null);
+  const ours = async (pid: number) =>
+    here === null || (await fs.readlink(`/proc/${pid}/ns/net`).catch(() => here)) === here;
   for (let round = 0; round < 50; round++) {
-    const pids = await processesOf(uid);
+    const all = await processesOf(uid);
+    const pids: number[] = [];
+    for (const pid of all) if (await ours(pid)) pids.push(pid);
+    if (pids.length < all.length && pids.length === 0) return;
     if (pids.length === 0) break;
     for (const pid of pids) {
       try {

@@ -1,10 +1,16 @@
+import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { Errors } from '../../errors.js';
 import { connected } from '../../http/auth.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { RouteContext, RoutesPlugin } from '../../route-context.js';
 import type { SshLogin } from '../ssh-access/ssh-access.service.js';
 import {
+  ArchiveCompleteBody,
+  ArchivePartQuery,
+  ArchivePartSchema,
+  ArchiveSchema,
   CallList,
   CallParams,
   CredentialSchema,
@@ -20,6 +26,7 @@ import {
   SshLoginsBody,
   SshLoginsSchema,
 } from './servers.agent.schemas.js';
+import { ARCHIVE_PART_BYTES } from './servers.archives.service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -213,6 +220,94 @@ export function agentRoutes({ services }: RouteContext): RoutesPlugin {
         );
         await agentSsh.record(agentOf(request).serverId, logins);
         return { recorded: logins.length };
+      },
+    );
+
+    // Issue 30 (decision #195): backups' archives crossing servers, in parts of at most
+    // ARCHIVE_PART_BYTES (each request within the HTTP request timeout, a lost part sent again).
+    app.addContentTypeParser(
+      'application/octet-stream',
+      { parseAs: 'buffer', bodyLimit: ARCHIVE_PART_BYTES },
+      (_request, body, done) => done(null, body),
+    );
+
+    app.put(
+      '/calls/:call_id/archive',
+      {
+        schema: {
+          operationId: 'agentPutArchivePart',
+          tags,
+          security,
+          summary: 'A part of the archive of a backup call this server runs (application/octet-stream)',
+          params: CallParams,
+          querystring: ArchivePartQuery,
+          response: { 200: ArchivePartSchema, ...errorResponses(400, 403, 404, 409, 413, 415) },
+        },
+        bodyLimit: ARCHIVE_PART_BYTES,
+      },
+      async (request) => {
+        const body = request.body;
+        if (!Buffer.isBuffer(body))
+          throw Errors.invalidValue('archive', 'body', 'The part is sent as application/octet-stream');
+        return fleetCalls.archives.putPart(
+          agentOf(request).serverId,
+          request.params.call_id,
+          request.query.offset,
+          body,
+        );
+      },
+    );
+
+    app.post(
+      '/calls/:call_id/archive/complete',
+      {
+        schema: {
+          operationId: 'agentCompleteArchive',
+          tags,
+          security,
+          summary: 'The parts sent are the whole archive of the backup call (its length and SHA-256)',
+          params: CallParams,
+          body: ArchiveCompleteBody,
+          response: { 200: ArchiveSchema, ...errorResponses(400, 403, 404, 409, 413, 415) },
+        },
+      },
+      async (request) =>
+        fleetCalls.archives.complete(
+          agentOf(request).serverId,
+          request.params.call_id,
+          request.body.bytes,
+          request.body.sha256,
+        ),
+    );
+
+    app.get(
+      '/calls/:call_id/archive',
+      {
+        schema: {
+          operationId: 'agentGetArchive',
+          tags,
+          security,
+          summary:
+            "The archive a copy or restore call this server runs is made from (another server's backup of the install copied or moved here)",
+          params: CallParams,
+          response: {
+            200: Type.Unsafe<Readable>({
+              type: 'string',
+              format: 'binary',
+              description: 'application/x-tar',
+            }),
+            ...errorResponses(403, 404, 409),
+          },
+        },
+      },
+      async (request, reply) => {
+        const file = await fleetCalls.archives.open(agentOf(request).serverId, request.params.call_id);
+        // A stored archive that fails its checksum ends the response short of its Content-Length.
+        return reply
+          .header('content-length', file.size)
+          .header('content-type', 'application/x-tar')
+          .header('cache-control', 'private, no-store')
+          .send(file.body);
       },
     );
   };

@@ -121,3 +121,29 @@ export const SshLoginsBody = Type.Object(
   { additionalProperties: false },
 );
 export const SshLoginsSchema = Type.Object({ recorded: Type.Integer({ minimum: 0 }) });
+/** Issue 30: a part of a backup's archive (decision #195). */
+export const ArchivePartQuery = Type.Object(
+  {
+    offset: Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'Where the part starts',
+    }),
+  },
+  { additionalProperties: false },
+);
+export const ArchivePartSchema = Type.Object({
+  bytes: Type.Integer({ description: 'The bytes of the archive held so far' }),
+});
+export const ArchiveCompleteBody = Type.Object(
+  {
+    bytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the whole archive' }),
+  },
+  { additionalProperties: false },
+);
+export const ArchiveSchema = Type.Object({
+  id: Uuid({ description: 'The backup call whose archive it is' }),
+  bytes: Type.Integer(),
+  sha256: Type.String(),
+});

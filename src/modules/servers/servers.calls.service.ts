@@ -8,6 +8,7 @@ import { Errors } from '../../errors.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { SecretBox } from '../../secrets.js';
 import { PLANS_WITH_STABLE_IPS } from '../installs/installs.service.js';
+import { createArchiveStore } from './servers.archives.service.js';
 import * as repo from './servers.repo.js';
 
 /** What a remote driver call is, as the driver names it (its method) and as an operation (errors). */
@@ -64,18 +65,26 @@ export function createFleetCalls({
   queue,
   secretBox,
   fleet,
+  archiveDir,
 }: {
   db: Db;
   clock: Clock;
   queue: Pick<JobQueue, 'sendToServer' | 'fetchForServer' | 'completeServerJob'>;
   secretBox: SecretBox;
   fleet: FleetConfig;
+  /** Issue 30: where backups' archives crossing servers are kept (DATA_DIR/fleet-archives). */
+  archiveDir: string;
 }) {
   const seal = (id: string, value: unknown) =>
     secretBox.seal(Buffer.from(JSON.stringify(value ?? null), 'utf8'), `fleet-call:${id}`);
   const open = (id: string, sealed: string): unknown =>
     JSON.parse(secretBox.open(sealed, `fleet-call:${id}`).toString('utf8'));
   const later = () => new Date(clock.now().getTime() + fleet.checkSeconds * 1000);
+  const archives = createArchiveStore({
+    db,
+    dir: archiveDir,
+    inputOf: (call) => open(call.id, call.input_sealed),
+  });
 
   /** Places the install on a server (once; the install's row locked): decision #156. */
   async function place(installId: string, operation: DriverOperation) {
@@ -212,6 +221,9 @@ export function createFleetCalls({
   }
 
   return {
+    /** Issue 30: backups' archives crossing servers (servers.archives.service.ts). */
+    archives,
+
     /**
      * The remote driver's one entry: the call's result once the agent reported it, else
      * `{done:false, checkAt}` (the first ask queues it on the install's server).
@@ -307,7 +319,8 @@ export function createFleetCalls({
      * is acknowledged as it is (a retried report); `pending` queues the call's next ask at `check_at`.
      */
     async report(serverId: string, callId: string, jobId: string, outcome: CallOutcome) {
-      return withTransaction(db, async (tx) => {
+      let ended: repo.CallRow | null = null;
+      const answer = await withTransaction(db, async (tx) => {
         const call = await repo.callById(tx, callId, true);
         if (!call) throw Errors.notFound();
         if (call.server_id !== serverId) throw Errors.forbidden();
@@ -328,6 +341,7 @@ export function createFleetCalls({
           await repo.updateCall(tx, call.id, { job_id: next, waiting_reason: null });
           return { state: 'queued' };
         }
+        if (outcome.status === 'done' || outcome.final) ended = call;
         if (outcome.status === 'done') {
           await repo.updateCall(tx, call.id, {
             state: 'done',
@@ -348,6 +362,9 @@ export function createFleetCalls({
         await queue.completeServerJob(tx, serverId, jobId);
         return { state: outcome.status };
       });
+      // Issue 30: the archive a settled copy or restore fed on is no longer needed (decision #195).
+      if (ended) await archives.release(ended).catch(() => undefined);
+      return answer;
     },
   };
 }
