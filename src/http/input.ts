@@ -51,6 +51,9 @@ export function findUnstorable(value: unknown, root = ''): Problem | null {
       if (!isStorableText(current)) return { field: path, kind: 'string' };
     } else if (typeof current === 'number') {
       if (!Number.isFinite(current)) return { field: path, kind: 'number' };
+    } else if (ArrayBuffer.isView(current)) {
+      // Bytes (an application/octet-stream body: the agents' archive parts) hold no text to store;
+      // walking a Buffer's indexes as an object's keys cost seconds of CPU per 8 MiB part.
     } else if (Array.isArray(current)) {
       for (let i = current.length - 1; i >= 0; i--) stack.push([current[i], join(path, i)]);
     } else if (current !== null && typeof current === 'object') {
