@@ -28,13 +28,13 @@ type Db = 'pglite' | 'postgres';
  */
 const EXPECTED: Record<string, [number, number]> = {
   'test/api/local-web.test.ts': [0, 273],
-  'test/api/fleet-netns.test.ts': [0, 260],
+  'test/api/fleet-netns.test.ts': [0, 190],
   'test/api/local-web-domains.test.ts': [0, 209],
   'test/api/worker-process.test.ts': [18, 169],
   'test/api/hostile-tenant-files.test.ts': [0, 129],
   'test/api/reliability-suite.test.ts': [0, 115],
   'test/api/reliability.test.ts': [0, 105],
-  'test/api/fleet-moves.test.ts': [0, 91],
+  'test/api/fleet-moves.test.ts': [0, 93],
   'test/api/cli.test.ts': [79, 70],
   'test/api/console-account-browser.test.ts': [79, 0],
   'test/api/sftp.test.ts': [0, 160],
