@@ -1,4 +1,9 @@
-import type { Decision, SshAuthority, SshLogin } from '../modules/ssh-access/ssh-access.service.js';
+import {
+  type Decision,
+  NO_DECISION,
+  type SshAuthority,
+  type SshLogin,
+} from '../modules/ssh-access/ssh-access.service.js';
 
 /**
  * Issue 31 with several servers (decision 200): a hosting server's sshd asks the control plane through
@@ -15,15 +20,6 @@ const MAX_PENDING_LOGINS = 1000;
 
 /** The agent's request to its control plane (agent.ts): its JSON answer, or an error (AgentHttpError). */
 export type AgentAsk = (route: string, body: unknown, timeoutMs: number) => Promise<Record<string, unknown>>;
-
-const NONE: Decision = {
-  allowed: false,
-  installId: null,
-  installName: null,
-  accountId: null,
-  userId: null,
-  fullAccess: false,
-};
 
 export function agentSshAuthority({
   ask,
@@ -58,7 +54,7 @@ export function agentSshAuthority({
         SSH_ASK_TIMEOUT_MS,
       );
       decision = {
-        ...NONE,
+        ...NO_DECISION,
         allowed: answer.allowed === true,
         installId: typeof answer.install_id === 'string' ? answer.install_id : null,
         installName: typeof answer.install_name === 'string' ? answer.install_name : null,
@@ -66,7 +62,7 @@ export function agentSshAuthority({
       };
     } catch (err) {
       if (statusOf(err) !== 403) throw err;
-      decision = NONE;
+      decision = NO_DECISION;
     }
     if (cache.size >= 1000) for (const [k, v] of cache) if (v.until <= now()) cache.delete(k);
     if (cache.size < 1000) cache.set(key, { decision, until: now() + SSH_DECISION_CACHE_MS });

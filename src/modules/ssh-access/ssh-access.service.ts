@@ -58,25 +58,27 @@ export type Decision = {
 const MAX_LOGINS = 50_000;
 
 /** Whether `fingerprint` (and, at a key lookup, its public key) opens the install `login` names now. */
+/** The answer for a login that names no install, or a key that opens nothing known. */
+export const NO_DECISION: Readonly<Decision> = Object.freeze({
+  allowed: false,
+  installId: null,
+  installName: null,
+  accountId: null,
+  userId: null,
+  fullAccess: false,
+});
+
 export async function decideLogin(
   db: Db,
   login: string,
   fingerprint: string | null,
   publicKey?: string,
 ): Promise<Decision> {
-  const none: Decision = {
-    allowed: false,
-    installId: null,
-    installName: null,
-    accountId: null,
-    userId: null,
-    fullAccess: false,
-  };
   const which = SYSTEM_LOGIN.test(login) ? installIdRange(login) : isLogin(login) ? { name: login } : null;
-  if (!which) return none;
+  if (!which) return NO_DECISION;
   const rows = await repo.loginFacts(db, which, fingerprint);
   const [row] = rows;
-  if (!row || rows.length > 1) return none;
+  if (!row || rows.length > 1) return NO_DECISION;
   const facts: Decision = {
     allowed: false,
     installId: row.install_id,
