@@ -54,7 +54,11 @@ import { createOffloadService } from './modules/offload/offload.service.js';
 import { createOperationRecords, createOperationsService } from './modules/operations/operations.service.js';
 import { createReportJobs } from './modules/reports/reports.jobs.js';
 import { createReportsService } from './modules/reports/reports.service.js';
-import { createRoutingJob, createRoutingRequests } from './modules/routing/routing.service.js';
+import {
+  createRoutingJob,
+  createRoutingRequests,
+  createRoutingState,
+} from './modules/routing/routing.service.js';
 import { createFleetCalls } from './modules/servers/servers.calls.service.js';
 import { createMoveJob } from './modules/servers/servers.moves.jobs.js';
 import { createMovesService } from './modules/servers/servers.moves.service.js';
@@ -246,6 +250,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installs,
     calls: fleetCalls,
     requestRouting,
+    routingOf: createRoutingState({ domains, certificates, installDomain }),
     estimateSeconds: (operation: Parameters<HostingDriver['estimateSeconds']>[0]) =>
       hosting.estimateSeconds(operation),
   };

@@ -109,6 +109,13 @@ export interface RoutingRequest {
   default_name: string;
   domains: RoutedDomain[];
   certificates: RoutedCertificate[];
+  /**
+   * Issue 30, a move's last step before its switch: once served, the install's page is asked for
+   * through the server's own web server (its code compiled, its caches filled) and must answer, or
+   * the call fails for good (the move switches only to a server that serves the install). A driver
+   * without a web server ignores it.
+   */
+  warm?: boolean;
 }
 
 /** One day of an install's traffic as the server logged it (absolute totals of the day, UTC). */

@@ -18,7 +18,8 @@ import { SourceMap } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
-type Db = 'pglite' | 'postgres';
+/** `none`: files with no database (the unit tests, scripts/test.sh run_unit). */
+type Db = 'pglite' | 'postgres' | 'none';
 
 /**
  * Seconds each file took on each database (pglite, postgres) in a fresh-clone CI run on this 2-core
@@ -70,7 +71,8 @@ for (let i = 0; i < args.length; i++) {
   const arg = args[i] as string;
   if (arg === '--db') {
     const db = args[++i];
-    if (db !== 'pglite' && db !== 'postgres') throw new Error(`--db pglite|postgres, not ${db}`);
+    if (db !== 'pglite' && db !== 'postgres' && db !== 'none')
+      throw new Error(`--db pglite|postgres|none, not ${db}`);
     dbs.push(db);
   } else files.push(path.relative(process.cwd(), path.resolve(arg)));
 }
@@ -159,6 +161,10 @@ function unbundle(output: string): string {
 }
 
 const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 4));
+/** A file's process still running this long after its summary line is killed (its counts decide). */
+const EXIT_GRACE_SECONDS = 30;
+/** A file's process running this long in all is killed and fails (TEST_FILE_TIMEOUT_SECONDS). */
+const FILE_TIMEOUT_SECONDS = Math.max(60, Number(process.env.TEST_FILE_TIMEOUT_SECONDS || 1200));
 const verbose = process.env.TEST_VERBOSE === '1';
 const logDir = process.env.TEST_LOG_DIR || fs.mkdtempSync(path.join(os.tmpdir(), 'hp-test-'));
 fs.mkdirSync(logDir, { recursive: true });
@@ -204,30 +210,58 @@ function runJob(job: Job): Promise<void> {
     },
   );
   const chunks: Buffer[] = [];
-  child.stdout.on('data', (c: Buffer) => chunks.push(c));
-  child.stderr.on('data', (c: Buffer) => chunks.push(c));
+  // A process that hangs: killed, so that a run ends in bounded time (watchdog below).
+  let hung: 'after its summary' | 'in its tests' | null = null;
+  const kill = (why: typeof hung) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    hung = why;
+    child.kill('SIGKILL');
+    // A daemon the file started may hold its output open: 'close' waits for no more than this.
+    setTimeout(() => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+    }, 5000).unref();
+  };
+  const overall = setTimeout(() => kill('in its tests'), FILE_TIMEOUT_SECONDS * 1000);
+  let summarized: NodeJS.Timeout | null = null;
+  const watch = (c: Buffer) => {
+    chunks.push(c);
+    // The spec reporter's last line: every test has ended and the event loop was empty. A process
+    // still alive long after it is stuck in node's own teardown (a futex wait seen once in CI, no
+    // child, no handle of ours), not in a test.
+    if (!summarized && c.includes('ℹ duration_ms'))
+      summarized = setTimeout(() => kill('after its summary'), EXIT_GRACE_SECONDS * 1000);
+  };
+  child.stdout.on('data', watch);
+  child.stderr.on('data', watch);
   return new Promise((resolve) => {
     child.on('close', (code, signal) => {
+      clearTimeout(overall);
+      if (summarized) clearTimeout(summarized);
       const wall = (performance.now() - started) / 1000;
-      const output = unbundle(Buffer.concat(chunks).toString());
+      let output = unbundle(Buffer.concat(chunks).toString());
       const [cpu, children] = (fs.existsSync(usageFile) ? fs.readFileSync(usageFile, 'utf8') : '')
         .split(' ')
         .map((n) => (n ? Number(n) : Number.NaN)) as [number, number];
-      const passed = code === 0 && count(output, 'fail') === 0;
+      // Hung after its summary: the summary's counts decide; said loudly either way.
+      const exited = hung === 'after its summary' ? 0 : code;
+      if (hung)
+        output += `\n!! killed: the process hung ${hung} (${hung === 'after its summary' ? `${EXIT_GRACE_SECONDS} s after its last line` : `${FILE_TIMEOUT_SECONDS} s in all`})\n`;
+      const passed = exited === 0 && count(output, 'fail') === 0 && count(output, 'cancelled') === 0;
       phase.end = Date.now();
       phase.load = os
         .loadavg()
         .map((l) => l.toFixed(2))
         .join(' ');
       if (!passed) phase.failed = true;
-      const header = `── ${job.db} ${job.file}: ${passed ? 'passed' : `FAILED (exit ${signal ?? code})`}, ${wall.toFixed(1)} s`;
+      const header = `── ${job.db} ${job.file}: ${passed ? 'passed' : `FAILED (exit ${signal ?? code})`}${hung ? ` (hung ${hung}: killed)` : ''}, ${wall.toFixed(1)} s`;
       fs.appendFileSync(logs.get(job.db) as string, `${header}\n${output}\n`);
       timings.push(
         `${wall.toFixed(1)}\t${cpu.toFixed(1)}\t${passed ? 'passed' : 'failed'}\t${job.db}\t${job.file}\t${children.toFixed(1)}`,
       );
       done++;
       console.log(
-        `${passed ? '✔' : '✖'} [${done}/${total}] ${job.db.padEnd(8)} ${job.file} ` +
+        `${passed ? '✔' : '✖'} [${done}/${total}] ${job.db.padEnd(8)} ${job.file} ${hung ? `(hung ${hung}: killed) ` : ''}` +
           `(${count(output, 'pass')} passed, ${count(output, 'fail')} failed, ${wall.toFixed(1)} s, ${cpu.toFixed(1)} s CPU, ${children.toFixed(1)} s CPU of its children)`,
       );
       if (verbose) console.log(output);
@@ -257,7 +291,10 @@ if (process.env.TEST_PHASES) {
   fs.writeFileSync(process.env.TEST_PHASES, lines.join(''));
 }
 // The next run's order: only from a run of every API file (a few files' times would be a poor guide).
-if (files.length === fs.readdirSync('test/api').filter((f) => f.endsWith('.test.ts')).length) {
+if (
+  !dbs.includes('none') &&
+  files.length === fs.readdirSync('test/api').filter((f) => f.endsWith('.test.ts')).length
+) {
   fs.mkdirSync(path.dirname(TIMINGS_CACHE), { recursive: true });
   fs.writeFileSync(TIMINGS_CACHE, `${timings.join('\n')}\n`);
 }

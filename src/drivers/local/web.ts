@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
 import type { Db } from '../../db/client.js';
-import type { InstallRef, RoutingRequest, TrafficDay } from '../driver.js';
+import { DriverError, type InstallRef, type RoutingRequest, type TrafficDay } from '../driver.js';
 import { rollLog } from './access-log.js';
 import type { MariaDb } from './database.js';
 import * as files from './files.js';
@@ -35,6 +36,30 @@ export interface WebConfig {
 
 /** Every install's WordPress tables start with it (wp-config.php's `$table_prefix`). */
 export const TABLE_PREFIX = 'wp_';
+
+/** Issue 30: how long a move's target may take to answer the install's first page (warm). */
+const WARM_SECONDS = 60;
+
+/** The status nginx on this server answers for `GET /` on `name` (the body read and dropped). */
+function pageStatus(port: number, name: string, timeoutMs: number, signal: AbortSignal): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/',
+        headers: { host: port === 80 ? name : `${name}:${port}`, 'user-agent': 'hostplane-warm' },
+        signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+      },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+        response.on('error', reject);
+      },
+    );
+    request.on('error', reject);
+  });
+}
 
 export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: MariaDb }, config: WebConfig) {
   const paths = webPaths(ctx.hostingRoot);
@@ -158,6 +183,36 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
     for (const entry of entries) await files.remove(path.join(dir, entry));
   }
 
+  /**
+   * Issue 30: the install's front page asked for through this server's nginx, on its default name, as a
+   * visitor would (PHP's compiled code and the page cache filled before the first visitor comes): any
+   * answer below 500 serves it. Up to three tries within WARM_SECONDS; else a final DriverError.
+   */
+  async function warm(name: string, signal: AbortSignal) {
+    const until = Date.now() + WARM_SECONDS * 1000;
+    let last = '';
+    for (let attempt = 1; attempt <= 3 && Date.now() < until; attempt++) {
+      const status = await pageStatus(
+        config.httpPort,
+        name,
+        Math.max(1000, until - Date.now()),
+        signal,
+      ).catch((err: Error) => {
+        last = err.message;
+        return 0;
+      });
+      if (status > 0 && status < 500) return;
+      if (status > 0) last = `it answered ${status}`;
+      if (signal.aborted) throw signal.reason;
+      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+    }
+    throw new DriverError(
+      'apply_routing',
+      `the install's page does not answer on this server: ${last}`,
+      true,
+    );
+  }
+
   /** The install's site URL as provisioning sets it: `http://<cname>[:port]`. */
   const siteUrl = (install: InstallRef) => {
     const port = config.httpPort === 80 ? '' : `:${config.httpPort}`;
@@ -257,6 +312,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       });
       await removeStaleCertificates(install.id, wanted);
       await purgePage(install.id);
+      if (routing.warm) await warm(hostName(routing.default_name), signal);
       return { names };
     },
 

@@ -1,9 +1,11 @@
 import type { Db } from '../../db/client.js';
 import {
   type HostingDriver,
+  type InstallRef,
   installRef,
   type RoutedCertificate,
   type RoutedDomain,
+  type RoutingRequest,
 } from '../../drivers/driver.js';
 import type { JobHandler } from '../../jobs/catalog.js';
 import type { InstallRow } from '../installs/installs.service.js';
@@ -44,21 +46,35 @@ export function createRoutingRequests(deps: {
   };
 }
 
-export interface RoutingJobDeps {
-  installs: { findById(installId: string | null): Promise<InstallRow | null> };
+export interface RoutingStateDeps {
   /** The install's domains: name, primary, the name of the domain it redirects to. */
   domains: { routesOf(installId: string): Promise<RoutedDomain[]> };
   /** The install's certificates with their keys opened, newest first, each with the names it covers. */
   certificates: { servedOf(installId: string): Promise<RoutedCertificate[]> };
-  operations: Pick<OperationsService, 'begin' | 'waitUntil' | 'complete' | 'fail'>;
-  driver: Pick<HostingDriver, 'applyRouting'>;
   /** INSTALL_DOMAIN: the default name is `<install>.<installDomain>`. */
   installDomain: string;
 }
 
+/** An install's whole routing state as the driver serves it (the job's, and a move's target, issue 30). */
+export function createRoutingState(deps: RoutingStateDeps) {
+  return async (install: InstallRef): Promise<RoutingRequest> => ({
+    install: installRef(install),
+    default_name: `${install.name}.${deps.installDomain}`,
+    domains: await deps.domains.routesOf(install.id),
+    certificates: await deps.certificates.servedOf(install.id),
+  });
+}
+
+export interface RoutingJobDeps extends RoutingStateDeps {
+  installs: { findById(installId: string | null): Promise<InstallRow | null> };
+  operations: Pick<OperationsService, 'begin' | 'waitUntil' | 'complete' | 'fail'>;
+  driver: Pick<HostingDriver, 'applyRouting'>;
+}
+
 /** The apply_routing job (jobs/catalog.ts): the whole routing state to the driver, once per step. */
 export function createRoutingJob(deps: RoutingJobDeps): JobHandler<{ operation_id: string }> {
-  const { installs, domains, certificates, operations, driver } = deps;
+  const { installs, operations, driver } = deps;
+  const routingOf = createRoutingState(deps);
   return {
     async run({ operation_id }, ctx) {
       const op = await operations.begin(operation_id);
@@ -66,15 +82,7 @@ export function createRoutingJob(deps: RoutingJobDeps): JobHandler<{ operation_i
       const install = await installs.findById(op.install_id);
       if (!install) return;
       // Read after the operation began: every change committed before it is included.
-      const result = await driver.applyRouting(
-        { key: op.id, signal: ctx.signal },
-        {
-          install: installRef(install),
-          default_name: `${install.name}.${deps.installDomain}`,
-          domains: await domains.routesOf(install.id),
-          certificates: await certificates.servedOf(install.id),
-        },
-      );
+      const result = await driver.applyRouting({ key: op.id, signal: ctx.signal }, await routingOf(install));
       if (!result.done) return operations.waitUntil(op, result.checkAt);
       await operations.complete(op.id, async () => ({
         details: [['Names served', result.value.names.join(', ')]],

@@ -145,13 +145,20 @@ export function createMoveJob(deps: MovesDeps) {
         const check = await ask<Snapshot>('backup', 'backup', 'verify', target, ref);
         const mismatch = snapshotMismatch(last, check);
         if (mismatch) throw new DriverError('restore', `the target's copy does not match: ${mismatch}`, true);
+        // 4. The target serves the install on every name, with its certificates, and answers its page
+        // (PHP compiled, caches filled) before any visitor is sent there (the switch's own routing
+        // then only confirms it); a target that does not answer is never switched to.
+        await ask('applyRouting', 'apply_routing', 'target-routing', target, {
+          ...(await deps.routingOf(ref)),
+          warm: true,
+        });
       } catch (err) {
         if (err instanceof Later) throw err;
         if (!(err instanceof DriverError && err.final)) throw err;
         await setPhase(op.id, { phase: 'rolling_back', rollback_reason: err.message });
         return rollback(op, install, { ...state, rollback_reason: err.message }, target);
       }
-      // 4. The switch: placement to the target at generation + 1, the routing re-applied there.
+      // 5. The switch: placement to the target at generation + 1, the routing re-applied there.
       const switched = await operations.withLocked(op.id, async (tx, locked) => {
         const current = stateOf(locked, 'move_install');
         if (current.cancel) return false;
@@ -178,7 +185,7 @@ export function createMoveJob(deps: MovesDeps) {
       });
       if (!switched) return step((await operations.find(op.id)) ?? op);
     }
-    // 5. The source cleaned (its calls at the old generation are this move's only). The move is done
+    // 6. The source cleaned (its calls at the old generation are this move's only). The move is done
     // at the switch: a clean-up that fails for good is reported, not rolled back.
     let cleaned = 'cleaned';
     try {

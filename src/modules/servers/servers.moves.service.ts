@@ -3,7 +3,11 @@ import type { Clock } from '../../clock.js';
 import type { FleetConfig } from '../../config.js';
 import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
-import type { InstallRef as DriverInstallRef, DriverOperation } from '../../drivers/driver.js';
+import type {
+  InstallRef as DriverInstallRef,
+  DriverOperation,
+  RoutingRequest,
+} from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
 import {
   inputOf,
@@ -50,6 +54,8 @@ export interface MovesDeps {
   };
   /** Issue 21: the switch re-applies the install's routing (and certificates) on its new server. */
   requestRouting: (tx: Db, install: { id: string; account_id: string; status: string }) => Promise<void>;
+  /** The install's whole routing state (routing.service.ts), served by the target before the switch. */
+  routingOf: (install: DriverInstallRef) => Promise<RoutingRequest>;
   /** Expected seconds of a move (the operation's expected_at). */
   estimateSeconds: (operation: DriverOperation) => number;
 }
