@@ -60,6 +60,7 @@ import {
   createRoutingState,
 } from './modules/routing/routing.service.js';
 import { createFleetCalls } from './modules/servers/servers.calls.service.js';
+import { createDriftRepair } from './modules/servers/servers.drift.service.js';
 import { createMoveJob } from './modules/servers/servers.moves.jobs.js';
 import { createMovesService } from './modules/servers/servers.moves.service.js';
 import { createServersService } from './modules/servers/servers.service.js';
@@ -186,6 +187,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
   const { sslStatusOf } = createCertificateCoverage({ db, clock });
   // Issue 21: domain and certificate changes start the install's apply_routing operation.
   const requestRouting = createRoutingRequests({ operations: operationRecords, driver: hosting });
+  // Issue 30: a server block an agent found gone is routed again (decision #212).
+  const driftRepair = createDriftRepair({ db, requestRouting });
   const domains = createDomainsService({
     db,
     clock,
@@ -232,15 +235,11 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     driver: hosting,
     routeProvisioned: domains.routeProvisioned,
     requestRouting,
+    sourceNames: async (installId: string) => (await domains.routesOf(installId)).map((d) => d.name),
   });
-  const routingJob = createRoutingJob({
-    installs,
-    domains,
-    certificates,
-    operations,
-    driver: hosting,
-    installDomain,
-  });
+  // An install's routing state; frozen while its move makes its final copy (issue 30).
+  const routingState = { domains, certificates, installDomain, frozen: servers.isFrozen };
+  const routingJob = createRoutingJob({ ...routingState, installs, operations, driver: hosting });
   // Issue 30: moves of installs between hosting servers, and drains.
   const movesDeps = {
     db,
@@ -250,7 +249,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installs,
     calls: fleetCalls,
     requestRouting,
-    routingOf: createRoutingState({ domains, certificates, installDomain }),
+    routingOf: createRoutingState(routingState),
     estimateSeconds: (operation: Parameters<HostingDriver['estimateSeconds']>[0]) =>
       hosting.estimateSeconds(operation),
   };
@@ -375,6 +374,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     fleetCalls,
     moves,
     agentSsh,
+    driftRepair,
     driver: hosting,
     /** Closes what the services opened for the driver (the local driver's MariaDB pool), not an injected one. */
     closeDriver: async () => {

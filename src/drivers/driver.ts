@@ -74,6 +74,13 @@ export interface CopyRequest {
    * (the fleet's remote driver sets it; decision #179).
    */
   source_snapshot?: Snapshot;
+  /**
+   * C1-C4 across servers (decision #223): the source's domain names as the
+   * control plane holds them; the copied rows' links to them are rewritten to the destination's URL
+   * like those to its default name (a server that does not serve the source cannot read them off its
+   * own configuration). Absent: the names the driver's own server serves for the source.
+   */
+  source_names?: string[];
 }
 
 /** One domain of an install as the web server routes it (D1-D6). */
@@ -116,6 +123,12 @@ export interface RoutingRequest {
    * without a web server ignores it.
    */
   warm?: boolean;
+  /**
+   * Issue 30, a move's final sync: the install's writes are refused (any request but GET, HEAD and
+   * OPTIONS answers 503 with Retry-After) so that nothing written on the source after its last backup
+   * is lost at the switch; reads are served. Absent or false: not frozen.
+   */
+  frozen?: boolean;
 }
 
 /** One day of an install's traffic as the server logged it (absolute totals of the day, UTC). */
@@ -210,10 +223,14 @@ export interface HostingDriver {
   start?(): Promise<void>;
   /**
    * Issue 30, the agent's reconcile (at its start and every AGENT_RECONCILE_SECONDS): what serves the
-   * installs started again when it stopped (`repaired`), and what is missing of `installIds` (their
-   * server blocks, pools) as `drift`, one line each. Optional: a driver with nothing to compare.
+   * installs started again when it stopped, or written again from what the server holds (`repaired`),
+   * what is missing of `installIds` (their server blocks, pools) as `drift`, one line each, and the
+   * installs whose routing must come again from the control plane (`routing_missing`: their server
+   * block is gone). Optional: a driver with nothing to compare.
    */
-  reconcile?(installIds: string[]): Promise<{ repaired: string[]; drift: string[] }>;
+  reconcile?(
+    installIds: string[],
+  ): Promise<{ repaired: string[]; drift: string[]; routing_missing?: string[] }>;
   /**
    * Usage from the server (issue 21): the traffic logged since the last call, handed to `store` as
    * each touched day's absolute totals per install (storing them again is harmless); the driver moves

@@ -213,6 +213,8 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
 
   /** What the last reconcile found missing (sent with each heartbeat until the next one). */
   let drift: string[] = [];
+  /** Installs whose server block is gone: the control plane applies their routing again (#212). */
+  let routingMissing: string[] = [];
   async function reconcile() {
     if (!driver.reconcile) return;
     try {
@@ -221,6 +223,7 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
       if (found.drift.join('\n') !== drift.join('\n'))
         log(`reconcile: ${found.drift.length === 0 ? 'no drift' : found.drift.join('; ')}`);
       drift = found.drift.slice(0, 100).map((line) => line.slice(0, 300));
+      routingMissing = (found.routing_missing ?? []).slice(0, 100);
     } catch (err) {
       if (!signal.aborted) log(`reconcile failed: ${(err as Error).message}`);
     }
@@ -236,6 +239,7 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
       load1: os.loadavg()[0] ?? 0,
       installs: await deps.installs.count(),
       drift,
+      routing_missing: routingMissing,
     };
   }
 

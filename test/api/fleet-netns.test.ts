@@ -8,6 +8,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../../src/db/client.js';
+import { startDnsServer } from '../support/dns-server.js';
+import { addDomain, uniqueDomain, verifyDomain } from '../support/domains.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, clientFor, type Json, uniqueName } from '../support/harness.js';
 import { operationPath } from '../support/jobs.js';
@@ -26,30 +28,39 @@ const SSH_PORT = 2222;
 const sshMissing = ['/usr/sbin/sshd', '/usr/bin/sftp', '/usr/bin/curl'].filter((p) => !existsSync(p));
 
 /** GET `urlPath` on `address`:80 with `host` as the Host header: status and body, null when refused or cut. */
-function get(address: string, host: string, urlPath = '/', timeoutMs = 30_000) {
-  return new Promise<{ status: number; body: string } | null>((resolve) => {
+function get(address: string, host: string, urlPath = '/', timeoutMs = 30_000, method = 'GET') {
+  return new Promise<{ status: number; body: string; retryAfter?: string } | null>((resolve) => {
     const req = http.request(
-      { host: address, port: 80, path: urlPath, headers: { host }, timeout: timeoutMs },
+      { host: address, port: 80, path: urlPath, method, headers: { host }, timeout: timeoutMs },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => {
           body += c;
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        const retryAfter = res.headers['retry-after'];
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body, ...(retryAfter && { retryAfter }) }),
+        );
       },
     );
     req.on('error', () => resolve(null));
     req.on('timeout', () => req.destroy());
-    req.end();
+    req.end(method === 'POST' ? 'comment=frozen%3F' : undefined);
   });
 }
 
 describe('issue 30: three hosting servers in network namespaces', { skip }, async () => {
   if (skip) return;
   const hosting = await netnsHosting(3, sshMissing.length === 0 ? { ssh: { port: SSH_PORT } } : {});
+  const dns = await startDnsServer();
   const t = await buildTestApp({
-    env: { HOSTING_DRIVER: 'fleet', FLEET_SILENT_SECONDS: '30', FLEET_SILENT_FAIL_SECONDS: '3600' },
+    env: {
+      HOSTING_DRIVER: 'fleet',
+      FLEET_SILENT_SECONDS: '30',
+      FLEET_SILENT_FAIL_SECONDS: '3600',
+      DNS_SERVERS: dns.address,
+    },
   });
   const f = factories(t);
   await t.app.listen({ port: 0, host: hosting.ns.hostAddress });
@@ -349,7 +360,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       restarted.output(),
     );
   });
-  it("issue 30: drift: one install's PHP-FPM stopped and another's server block deleted behind the agent's back: PHP-FPM started again and the missing block reported in the admin server view, within the reconcile interval", async () => {
+  it("issue 30: drift: one install's PHP-FPM stopped and another's server block and pool deleted behind the agent's back: PHP-FPM started again, the pool written again, the block reported in the admin server view and rebuilt from its routing (decision #212)", async () => {
     const [a, b] = [made[0], made[1]];
     assert.ok(a && b && a.server !== b.server);
     const [sa, sb] = [hosting.servers[a.server], hosting.servers[b.server]];
@@ -359,9 +370,12 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     const stopped = pidOf(sa, 'php-fpm.pid');
     process.kill(stopped, 'SIGQUIT');
     const block = path.join(sb.hostingRoot, 'web', 'sites', `${slugOf(b.install.id)}.conf`);
-    const [blockText, blockMode] = [fs.readFileSync(block), fs.statSync(block).mode & 0o777];
+    const pool = path.join(sb.hostingRoot, 'web', 'pools', `${slugOf(b.install.id)}.conf`);
+    const blockText = fs.readFileSync(block, 'utf8');
     fs.rmSync(block);
+    fs.rmSync(pool);
     process.kill(pidOf(sb, 'nginx.pid'), 'SIGHUP');
+    process.kill(pidOf(sb, 'php-fpm.pid'), 'SIGUSR2');
     const started = Date.now();
     await until('PHP-FPM started again and the page served', async () => {
       let pid = 0;
@@ -388,14 +402,18 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     console.log(
       `issue 30: drift reported ${Date.now() - started} ms after the block was deleted: ${reported.join('; ')}`,
     );
-    // The block is only reported (not rebuilt by the agent yet): put back, so the later tests (the
-    // move under load) find every install served.
-    fs.writeFileSync(block, blockText, { mode: blockMode });
-    process.kill(pidOf(sb, 'nginx.pid'), 'SIGHUP');
-    await until(
-      'the deleted block back and its install served',
-      async () => (await get(sb.address, b.install.cname as string))?.status === 200,
-    );
+    // The heartbeat named the install: its routing is applied again (the control plane's jobs run in
+    // tick()), the agent rewrote the pool itself.
+    await until('the deleted block and pool back and the install served', async () => {
+      await tick();
+      return (await get(sb.address, b.install.cname as string, '/', 5000))?.status === 200;
+    });
+    console.log(`issue 30: block and pool rebuilt ${Date.now() - started} ms after they were deleted`);
+    assert.match(agentOutput(sb), /its PHP-FPM pool was missing: written again/);
+    const rebuilt = fs.readFileSync(block, 'utf8');
+    // The same block but for its page-cache generation (new at every routing change).
+    const withoutKey = (text: string) => text.replace(/^.*fastcgi_cache_key.*$/gm, '');
+    assert.equal(withoutKey(rebuilt), withoutKey(blockText));
   });
 
   it("issue 30: a server credential: another server's call 403, the customer and admin APIs 401, revoked 401 (its agent stops); no call, database or file of an install on a server that does not host it", async () => {
@@ -643,7 +661,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     };
   };
 
-  it('issue 30 (C1-C4 across servers): production on server 0 copied to staging on server 1: WordPress answers on 1 with its own URL and the content of 0 (the archive through the control plane, checked)', async () => {
+  it("issue 30 (C1-C4 across servers): production on server 0 copied to staging on server 1: WordPress answers on 1 with its own URL and the content of 0, links to the source's domain rewritten too (the archive through the control plane, checked)", async () => {
     const source = onServer(0);
     assert.ok(source, 'an install on server 0');
     await setState(2, 'cordoned').catch(() => undefined);
@@ -676,6 +694,18 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       0,
       `UPDATE ${slugOf(source.install.id as string)}.wp_options SET option_value = '${marker}' WHERE option_name = 'blogname'`,
     );
+    // Decision #223: a link to the source's own domain, which server 1 does not serve: rewritten too.
+    const production = uniqueDomain('prod');
+    await verifyDomain(
+      dns,
+      owner.client,
+      source.install.id as string,
+      await addDomain(owner.client, source.install.id as string, production),
+    );
+    sqlOn(
+      0,
+      `UPDATE ${slugOf(source.install.id as string)}.wp_options SET option_value = 'see http://${production}/about/' WHERE option_name = 'blogdescription'`,
+    );
     const started = Date.now();
     const res = await owner.client.post('/v1/install_copy', {
       source_environment_id: source.install.id,
@@ -692,6 +722,11 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       return got?.status === 200 && got.body.includes(marker) && got.body.includes(`//${cname}`) && got;
     });
     assert.ok(!page.body.includes(`//${source.install.cname}`), "the source's URL rewritten");
+    const tagline = sqlOn(
+      1,
+      `SELECT option_value FROM ${slugOf(staging.id as string)}.wp_options WHERE option_name = 'blogdescription'`,
+    ).trim();
+    assert.match(tagline, new RegExp(`^see http://${cname.replaceAll('.', '\\.')}(:80)?/about/$`), tagline);
     assert.equal((await get(addressOf(1), cname, '/copy-marker.txt'))?.body, marker);
     // The destination's database account is its own (its wp-config kept), and the archive is gone.
     assert.ok(!sqlOn(1, 'SELECT user FROM mysql.user').includes(slugOf(source.install.id as string)));
@@ -728,7 +763,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.ok([404, 409].includes(none.status), JSON.stringify(none.body));
   });
 
-  it('issue 30: a move under load (a request every 100 ms at the address the control plane gives): every answer 200 from one server or the other, no error window over 2 s; stable_ips and a_records the new server; the source holds nothing of it', async () => {
+  it('issue 30: a move under load (a request every 100 ms at the address the control plane gives): every answer 200 from one server or the other, no error window over 2 s; writes frozen (503, Retry-After) during the final sync only; stable_ips and a_records the new server; the source holds nothing of it', async () => {
     const moved = onServer(0);
     assert.ok(moved);
     const id = moved.install.id as string;
@@ -738,24 +773,44 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       async () => (await get(addressOf(0), cname, '/', 2000))?.status === 200,
     );
     let stop = false;
-    const answers: { at: number; server: number; status: number }[] = [];
+    const answers: { at: number; server: number; status: number; phase: string; ms: number }[] = [];
     const client = (async () => {
       while (!stop) {
         const view = await t.admin.get(`/admin/v1/installs/${id}/move`);
         const server = servers.findIndex((s) => s.id === view.body.server?.id);
+        const sent = Date.now();
         const got = await get(addressOf(server), cname, '/', 2000);
-        answers.push({ at: Date.now(), server, status: got?.status ?? 0 });
+        const phase = String(view.body.move?.phase ?? '-');
+        answers.push({ at: Date.now(), server, status: got?.status ?? 0, phase, ms: Date.now() - sent });
         await sleep(100);
       }
     })();
     const started = Date.now();
     const res = await t.admin.post(`/admin/v1/installs/${id}/move`, { server_id: servers[1]?.id });
     assert.equal(res.status, 202, JSON.stringify(res.body));
+    // Decision #211: once the source is frozen for the final sync (its call done), and before the
+    // next tick can switch (the jobs run only in tick()), a write there answers 503 with Retry-After
+    // while a read is served.
+    let frozen: { write: Json; read: number } | null = null;
     const view = await until(
       'the move',
       async () => {
         await tick();
         const got = (await t.admin.get(`/admin/v1/installs/${id}/move`)).body;
+        if (!frozen && got.move?.phase === 'syncing') {
+          const [call] = await queryRows<{ state: string }>(
+            t.database.db,
+            sql`select state from fleet_calls where key = ${`move:${got.move.operation_id}:freeze-source`}`,
+          );
+          if (call?.state === 'done') {
+            const write = await get(addressOf(0), cname, '/', 30_000, 'POST');
+            const read = await get(addressOf(0), cname, '/', 30_000);
+            frozen = {
+              write: { status: write?.status, retryAfter: write?.retryAfter },
+              read: read?.status ?? 0,
+            };
+          }
+        }
         return ['completed', 'failed'].includes(got.move?.status) && got;
       },
       180_000,
@@ -776,13 +831,23 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     }
     const errors = answers.filter((a) => a.status !== 200);
     console.log(
-      `issue 30: move under load took ${Date.now() - started} ms: ${answers.length} requests, ${errors.length} not 200, longest error window ${longest} ms; answers from server 0: ${answers.filter((a) => a.server === 0 && a.status === 200).length}, server 1: ${answers.filter((a) => a.server === 1 && a.status === 200).length}`,
+      `issue 30: move under load took ${Date.now() - started} ms: ${answers.length} requests, ${errors.length} not 200, longest error window ${longest} ms; answers from server 0: ${answers.filter((a) => a.server === 0 && a.status === 200).length}, server 1: ${answers.filter((a) => a.server === 1 && a.status === 200).length}; errors (server, status, phase, ms): ${errors.map((e) => `${e.server} ${e.status} ${e.phase} ${e.ms}`).join('; ') || 'none'}; slowest answer ${Math.max(...answers.map((a) => a.ms))} ms`,
     );
     assert.equal(since, null, 'the install answers at the end');
     assert.ok(longest <= 2000, `an error window of ${longest} ms`);
     assert.ok(
       answers.some((a) => a.server === 1 && a.status === 200),
       'served by the new server',
+    );
+    assert.deepEqual(
+      frozen,
+      { write: { status: 503, retryAfter: '30' }, read: 200 },
+      'frozen at the final sync',
+    );
+    const write = await get(addressOf(1), cname, '/', 30_000, 'POST');
+    assert.ok(
+      write && write.status !== 503 && write.status < 500,
+      `a write after the move: ${write?.status}`,
     );
     const install = (await owner.client.get(`/v1/installs/${id}`)).body;
     assert.deepEqual(install.stable_ips, [addressOf(1)]);

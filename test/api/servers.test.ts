@@ -242,6 +242,58 @@ describe('issue 30: calls through the agents (HOSTING_DRIVER=fleet)', () => {
     );
   });
 
+  it("issue 30 (decision #212): a heartbeat naming an install of its own whose server block is gone starts the install's apply_routing (joined while queued); one naming another server's install starts nothing", async () => {
+    const dc = region();
+    const own = await enrolledServer({ labels: { region: dc } });
+    const other = await enrolledServer({ labels: { region: region() } });
+    const { install, owner } = await installIn(dc);
+    const routings = async () => {
+      const ops = await owner.client.get(`/v1/installs/${install.id}/operations?limit=100`);
+      assert.equal(ops.status, 200, JSON.stringify(ops.body));
+      return (ops.body.results as Json[]).filter((o) => o.type === 'apply_routing').map((o) => o.status);
+    };
+    // The agent plays its part: provisioning and whatever routing it started, each reported done.
+    for (let round = 0; round < 4; round++) {
+      for (const call of await own.fetch()) {
+        const result =
+          call.method === 'provision' ? { wp_version: '6.5', php_version: '8.2' } : { names: [] as string[] };
+        const res = await own.agent.post(`/agent/v1/calls/${call.id}/report`, {
+          job_id: call.job_id,
+          status: 'done',
+          result,
+        });
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+      }
+      t.clock.advance(3000);
+      await t.runJobs();
+    }
+    assert.equal((await owner.client.get(`/v1/installs/${install.id}`)).body.status, 'active');
+    const before = await routings();
+    assert.ok(
+      before.every((s) => s === 'completed'),
+      JSON.stringify(before),
+    );
+    const missing = (routing_missing: string[]) => ({
+      protocol: 1,
+      agent_version: '0.1.0',
+      report: { ...REPORT, routing_missing },
+    });
+    assert.equal((await other.agent.post('/agent/v1/heartbeat', missing([install.id]))).status, 200);
+    assert.deepEqual(await routings(), before, "another server's report starts nothing");
+    assert.equal((await own.agent.post('/agent/v1/heartbeat', missing([install.id]))).status, 200);
+    assert.equal((await own.agent.post('/agent/v1/heartbeat', missing([install.id]))).status, 200);
+    const after = await routings();
+    assert.equal(after.length, before.length + 1, JSON.stringify(after));
+    t.clock.advance(3000);
+    await t.runJobs();
+    assert.deepEqual(
+      (await own.fetch()).map((c) => [c.method, c.envelope.install_id]),
+      [['applyRouting', install.id]],
+    );
+    const bad = await own.agent.post('/agent/v1/heartbeat', missing(['not-a-uuid']));
+    assert.equal(bad.status, 400, JSON.stringify(bad.body));
+  });
+
   it("issue 30 (decision #195): a backup's archive: only the server running that backup call uploads it, in parts (409 past its end, or completed at another length); a server reads only the archive its own copy or restore call names", async () => {
     const dc = region();
     const a = await enrolledServer({ labels: { region: dc } });

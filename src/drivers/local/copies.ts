@@ -53,7 +53,7 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
       triggers = await mariadb.triggersOf(sourceDb, tables ?? sourceTables);
       await stageDatabase(ctx, destination.id, dump, signal, 'copy');
       // C1-C4 (issue 21): the copied rows point at the destination, before they are swapped in.
-      await ctx.web?.rewriteUrls(source, destination, signal);
+      await ctx.web?.rewriteUrls(source, destination, signal, input.source_names);
     }
     await midway('copy', signal);
     return { dbWork, tables, triggers };
@@ -96,7 +96,7 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
         );
         triggers = triggers.filter((t) => tables.includes(t.table));
       }
-      await ctx.web?.rewriteUrls(source, destination, signal);
+      await ctx.web?.rewriteUrls(source, destination, signal, input.source_names);
     }
     await midway('copy', signal);
     return { dbWork, tables, triggers };

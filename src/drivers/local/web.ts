@@ -128,6 +128,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       url: urlOf(primary?.name ?? defaultName),
       // Issue 29 defect 1: pages cached before this routing are never answered after it.
       cacheGeneration: randomBytes(8).toString('hex'),
+      frozen: routing.frozen === true,
     };
     const names = [...served, ...domains.filter((d) => d.redirect_to !== null).map((d) => d.name)];
     return { block, names, wanted, url: block.url as string };
@@ -371,9 +372,16 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
      * the source's host names (its default name and every domain its routing serves, serialized
      * values included).
      */
-    async rewriteUrls(source: InstallRef, destination: InstallRef, signal: AbortSignal) {
+    async rewriteUrls(
+      source: InstallRef,
+      destination: InstallRef,
+      signal: AbortSignal,
+      knownNames: string[] = [],
+    ) {
       const sourceNames = await nginx.servedNames(installSlug(source.id));
       sourceNames.add(new URL(siteUrl(source)).hostname);
+      // Decision #223: the source's domains as the control plane holds them (checked like any name).
+      for (const name of knownNames) if (!name.startsWith('*.')) sourceNames.add(serverName(name));
       const url = (await nginx.siteUrlOf(installSlug(destination.id))) ?? siteUrl(destination);
       // Issue 28 finding 10: as the destination's user, on its staging database only (search-replace.ts).
       return searchReplace({
@@ -416,14 +424,32 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
         if (await livePid(paths.fpmPid)) repaired.push('PHP-FPM was not running: started');
       }
       const drift: string[] = [];
+      const routingMissing: string[] = [];
       for (const id of installIds) {
         const slug = installSlug(id);
-        if (!(await files.exists(path.join(paths.sites, `${slug}.conf`))))
+        if (!(await files.exists(path.join(paths.sites, `${slug}.conf`)))) {
+          // Its names and certificates are the control plane's: asked for again (decision #212).
           drift.push(`install ${id}: its server block is missing`);
-        if (!(await files.exists(path.join(paths.pools, `${slug}.conf`))))
-          drift.push(`install ${id}: its PHP-FPM pool is missing`);
+          routingMissing.push(id);
+        }
+        if (!(await files.exists(path.join(paths.pools, `${slug}.conf`)))) {
+          // A pool is made of the install's id alone: written again when its user and tree are there.
+          const user = systemUser(id);
+          const dirs = pathsOf(ctx.hostingRoot, id);
+          const whole = (await wordpress.userExists(user)) && (await files.exists(dirs.public));
+          if (!whole) {
+            drift.push(`install ${id}: its PHP-FPM pool is missing`);
+            continue;
+          }
+          const tmp = path.join(dirs.private, 'tmp');
+          await fpm.put(
+            { slug, user, socket: socketOf(slug), dirs: [dirs.public, dirs.private], tmp },
+            AbortSignal.timeout(60_000),
+          );
+          repaired.push(`install ${id}: its PHP-FPM pool was missing: written again`);
+        }
       }
-      return { repaired, drift };
+      return { repaired, drift, routing_missing: routingMissing };
     },
 
     /** Rolls every install's new access-log lines (access-log.ts); answers the days stored. */

@@ -44,7 +44,24 @@ export interface ServerBlock {
    * so pages cached before it are never answered after it. Default `0`.
    */
   cacheGeneration?: string;
+  /**
+   * Issue 30: the install's move makes its final copy: requests other than GET, HEAD and OPTIONS
+   * answer 503 with Retry-After (nothing written on the source after its last backup is lost).
+   */
+  frozen?: boolean;
 }
+
+/** Issue 30: what a frozen install answers a write (a move's final sync; decision #211). */
+const FROZEN = `  if ($request_method !~ ^(GET|HEAD|OPTIONS)$) {
+    return 503;
+  }
+  error_page 503 @hostplane_frozen;
+  location @hostplane_frozen {
+    add_header Retry-After 30 always;
+    default_type text/plain;
+    return 503 "This site is moving to another server: changes are paused for a few seconds. Try again shortly.\n";
+  }
+`;
 
 /**
  * The per-install access log's format (usage from the server, issue 21): tab-separated time (epoch
@@ -230,7 +247,7 @@ function siteBody(block: ServerBlock, logs: string): string {
   disable_symlinks if_not_owner from=$document_root;
   index index.php index.html;
   access_log ${configPath(path.join(logs, `${block.slug}.access.log`))} hostplane_usage;
-${CACHE_SKIP}
+${block.frozen ? FROZEN : ''}${CACHE_SKIP}
   location = /wp-config.php { deny all; }
   location ~ /\\. { deny all; }
   location / {

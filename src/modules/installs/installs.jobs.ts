@@ -25,6 +25,8 @@ export interface InstallJobsDeps {
    * the driver keeps routing in the content (`routingInContent`: the copy brought the source's).
    */
   requestRouting?: (tx: Db, install: { id: string; account_id: string; status: string }) => Promise<void>;
+  /** C1-C4: the source's domain names, rewritten in a copy's rows (decision #223). */
+  sourceNames?: (installId: string) => Promise<string[]>;
 }
 
 export interface ProvisioningDeps {
@@ -93,6 +95,7 @@ export function createInstallJobs({
   driver,
   routeProvisioned,
   requestRouting,
+  sourceNames,
 }: InstallJobsDeps) {
   /** Issue 21: the driver drops its copy of the administrator's password once the operation holds it. */
   async function forgetAdminPassword(operationId: string) {
@@ -162,6 +165,7 @@ export function createInstallJobs({
           include_files: input.include_files,
           include_db: input.include_db,
           db_tables: input.db_tables,
+          ...(sourceNames && { source_names: await sourceNames(source.id) }),
         },
       );
       if (!result.done) return operations.waitUntil(op, result.checkAt);

@@ -107,6 +107,8 @@ export const OPERATIONS = {
       target_generation: Type.Optional(Type.Integer({ minimum: 1 })),
       /** POST /admin/v1/installs/{id}/move/cancel asked for a rollback (honoured before the switch). */
       cancel: Type.Optional(Type.Boolean()),
+      /** The final sync froze the source's writes (a rollback opens them again; decision #211). */
+      froze: Type.Optional(Type.Boolean()),
       /** Why the move rolls back (a cancel, or the failure). */
       rollback_reason: Type.Optional(Type.String({ maxLength: 2000 })),
     }),

@@ -53,6 +53,8 @@ export interface RoutingStateDeps {
   certificates: { servedOf(installId: string): Promise<RoutedCertificate[]> };
   /** INSTALL_DOMAIN: the default name is `<install>.<installDomain>`. */
   installDomain: string;
+  /** Issue 30: whether the install's writes are frozen (its move's final sync); absent: never. */
+  frozen?: (installId: string) => Promise<boolean>;
 }
 
 /** An install's whole routing state as the driver serves it (the job's, and a move's target, issue 30). */
@@ -62,6 +64,7 @@ export function createRoutingState(deps: RoutingStateDeps) {
     default_name: `${install.name}.${deps.installDomain}`,
     domains: await deps.domains.routesOf(install.id),
     certificates: await deps.certificates.servedOf(install.id),
+    frozen: (await deps.frozen?.(install.id)) ?? false,
   });
 }
 

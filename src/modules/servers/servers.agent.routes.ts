@@ -67,7 +67,7 @@ export function agentEnrolRoutes({ services }: RouteContext): RoutesPlugin {
 
 /** Issue 30: the agent protocol, behind the server's own credential (the `agent` guard). */
 export function agentRoutes({ services }: RouteContext): RoutesPlugin {
-  const { servers, fleetCalls, agentSsh } = services;
+  const { servers, fleetCalls, agentSsh, driftRepair } = services;
   return async (app) => {
     app.post(
       '/heartbeat',
@@ -82,7 +82,9 @@ export function agentRoutes({ services }: RouteContext): RoutesPlugin {
         },
       },
       async (request) => {
-        const beat = await servers.heartbeat(agentOf(request).serverId, request.body);
+        const serverId = agentOf(request).serverId;
+        const beat = await servers.heartbeat(serverId, request.body);
+        await driftRepair.routingMissing(serverId, request.body.report.routing_missing ?? []);
         return { server_id: beat.server_id, name: beat.name, state: beat.state };
       },
     );

@@ -89,7 +89,21 @@ export function createMoveJob(deps: MovesDeps) {
       if (!(err instanceof DriverError && err.final)) throw err;
       leftover = ` (cleaning the target failed: ${err.message}; what it holds of the install is unused)`;
     }
+    // The source takes writes again when its final sync had frozen them (decision #211).
     const source = state.source_server_id ?? '';
+    if (state.froze)
+      try {
+        await ask(
+          'applyRouting',
+          'apply_routing',
+          'rollback-unfreeze',
+          { serverId: source, generation: state.source_generation ?? 0 },
+          { ...(await deps.routingOf(moveRef(install))), frozen: false },
+        );
+      } catch (err) {
+        if (err instanceof Later || !(err instanceof DriverError && err.final)) throw err;
+        leftover += ` (its writes could not be opened again: ${err.message}; apply its routing again)`;
+      }
     await operations.fail(
       op.id,
       `The move was rolled back (${reason}): the install stays on server ${source}, which served it throughout${leftover}`,
@@ -134,8 +148,14 @@ export function createMoveJob(deps: MovesDeps) {
           snapshot: first,
           restore_database: true,
         });
-        if (state.phase === 'copying' && !(await setPhase(op.id, { phase: 'syncing' })))
+        if (state.phase === 'copying' && !(await setPhase(op.id, { phase: 'syncing', froze: true })))
           return step((await operations.find(op.id)) ?? op);
+        // The freeze (decision #211): from here to the switch the source refuses writes (reads are
+        // served), so nothing written there after the final backup is lost.
+        await ask('applyRouting', 'apply_routing', 'freeze-source', source, {
+          ...(await deps.routingOf(ref)),
+          frozen: true,
+        });
         const last = await ask<Snapshot>('backup', 'backup', 'final-backup', source, shipped);
         await ask('restore', 'restore', 'final-restore', target, {
           install: ref,
@@ -150,6 +170,7 @@ export function createMoveJob(deps: MovesDeps) {
         // then only confirms it); a target that does not answer is never switched to.
         await ask('applyRouting', 'apply_routing', 'target-routing', target, {
           ...(await deps.routingOf(ref)),
+          frozen: false,
           warm: true,
         });
       } catch (err) {

@@ -467,6 +467,36 @@ export async function latestMove(db: Db, installId: string) {
   return row ?? null;
 }
 
+/** Issue 30: those of `installIds` placed on `serverId`, their rows locked (decision #212). */
+export async function lockPlacedOn(tx: Db, serverId: string, installIds: string[]) {
+  if (installIds.length === 0) return [];
+  return queryRows<{ id: string; account_id: string; status: string }>(
+    tx,
+    sql`select ${installs.id} as id, ${installs.account_id} as account_id, ${installs.status} as status
+        from ${installs} join ${installPlacements} on ${installPlacements.install_id} = ${installs.id}
+        where ${installPlacements.server_id} = ${serverId}
+          and ${installs.id} in (${sql.join(
+            installIds.map((id) => sql`${id}`),
+            sql`, `,
+          )})
+        order by ${installs.id} for update of ${installs}`,
+  );
+}
+
+/**
+ * Issue 30: whether the install's writes are frozen: an open move of it is in its final sync (phase
+ * `syncing`; decision #211). The routing state of the install says so wherever it is applied.
+ */
+export async function isFrozen(db: Db, installId: string): Promise<boolean> {
+  const rows = await queryRows<{ one: number }>(
+    db,
+    sql`select 1 as one from ${operations} where ${operations.install_id} = ${installId}
+      and ${operations.type} = 'move_install' and ${operations.status} in ('queued', 'in_progress')
+      and ${operations.state}->>'phase' = 'syncing' limit 1`,
+  );
+  return rows.length > 0;
+}
+
 /** The drain of a server: its latest drain id's moves counted by status. */
 export async function drainProgress(db: Db, serverId: string) {
   const rows = await queryRows<{ drain_id: string | null; status: string; count: number }>(

@@ -63,6 +63,13 @@ export const ServerReport = Type.Object({
         "Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each",
     }),
   ),
+  routing_missing: Type.Optional(
+    Type.Array(Type.String({ format: 'uuid' }), {
+      maxItems: 100,
+      description:
+        'Issue 30: installs whose server block the agent found missing: the control plane applies their routing again',
+    }),
+  ),
 });
 
 export const ServerSchema = Type.Object({

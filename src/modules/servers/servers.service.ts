@@ -84,6 +84,9 @@ export function createServersService({
   };
 
   return {
+    /** Issue 30: whether the install's writes are frozen by its move's final sync (decision #211). */
+    isFrozen: (installId: string) => repo.isFrozen(db, installId),
+
     statusOf,
 
     /** Creates a server and its pg-boss queue; answers it with its first enrolment token (shown once). */
