@@ -14,6 +14,7 @@ import { factories } from '../support/factories.js';
 import { buildTestApp, clientFor, type Json, uniqueName } from '../support/harness.js';
 import { operationPath } from '../support/jobs.js';
 import { agentOutput, NETNS_TOOLS, netnsHosting } from '../support/netns-hosting.js';
+import { testSshKey } from '../support/ssh-keys.js';
 
 // Issue 30 on real hosting servers: three network namespaces (test/support/netns.ts), each with its
 // own MariaDB, HOSTING_ROOT and a `hostplane agent` running the local driver (nginx on port 80 of the
@@ -772,6 +773,23 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       'the install served on server 0 before its move',
       async () => (await get(addressOf(0), cname, '/', 2000))?.status === 200,
     );
+    // Decision #211: an SSH key of the owner opens the install at its server, except while frozen.
+    const key = testSshKey('ed25519', 'mover@fleet.test');
+    const registered = await owner.client.post('/v1/ssh_keys', { public_key: key.line });
+    assert.equal(registered.status, 201, JSON.stringify(registered.body));
+    const sshDecision = async (server: number) => {
+      const credential = fs
+        .readFileSync(path.join(hosting.servers[server]?.dataDir ?? '', 'agent-credential'), 'utf8')
+        .trim();
+      const res = await clientFor(t.app, `Bearer ${credential}`).post('/agent/v1/ssh/decide', {
+        login: moved.install.name,
+        fingerprint: registered.body.fingerprint,
+        public_key: `${key.type} ${key.blob.toString('base64')}`,
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.allowed as boolean;
+    };
+    assert.equal(await sshDecision(0), true, 'SSH opens the install before its move');
     let stop = false;
     const answers: { at: number; server: number; status: number; phase: string; ms: number }[] = [];
     const client = (async () => {
@@ -791,7 +809,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     // Decision #211: once the source is frozen for the final sync (its call done), and before the
     // next tick can switch (the jobs run only in tick()), a write there answers 503 with Retry-After
     // while a read is served.
-    let frozen: { write: Json; read: number } | null = null;
+    let frozen: { write: Json; read: number; ssh: boolean } | null = null;
     const view = await until(
       'the move',
       async () => {
@@ -808,6 +826,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
             frozen = {
               write: { status: write?.status, retryAfter: write?.retryAfter },
               read: read?.status ?? 0,
+              ssh: await sshDecision(0),
             };
           }
         }
@@ -841,9 +860,10 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     );
     assert.deepEqual(
       frozen,
-      { write: { status: 503, retryAfter: '30' }, read: 200 },
+      { write: { status: 503, retryAfter: '30' }, read: 200, ssh: false },
       'frozen at the final sync',
     );
+    assert.equal(await sshDecision(1), true, 'SSH opens the install at its new server');
     const write = await get(addressOf(1), cname, '/', 30_000, 'POST');
     assert.ok(
       write && write.status !== 503 && write.status < 500,

@@ -1,6 +1,13 @@
 import { and, between, eq, inArray, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
-import { installPlacements, installs, membershipInstalls, memberships, sshKeys } from '../../db/schema.js';
+import {
+  installPlacements,
+  installs,
+  membershipInstalls,
+  memberships,
+  operations,
+  sshKeys,
+} from '../../db/schema.js';
 
 /**
  * Issue 31: what a login needs, in one statement: the installs a login can name (by its name, or the
@@ -27,6 +34,10 @@ export async function loginFacts(
         where ${membershipInstalls.account_id} = ${installs.account_id}
           and ${membershipInstalls.user_id} = ${sshKeys.user_id}
           and ${membershipInstalls.install_id} = ${installs.id})`,
+      // Issue 30 (decision #211): the install's move makes its final copy; its files take no writes.
+      frozen: sql<boolean>`exists (select 1 from ${operations}
+        where ${operations.install_id} = ${installs.id} and ${operations.type} = 'move_install'
+          and ${operations.status} in ('queued', 'in_progress') and ${operations.state}->>'phase' = 'syncing')`,
     })
     .from(installs)
     .leftJoin(sshKeys, sql`${sshKeys.fingerprint} = ${fingerprint ?? ''}`)

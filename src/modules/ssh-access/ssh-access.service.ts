@@ -88,6 +88,9 @@ export async function decideLogin(
     fullAccess: false,
   };
   if (row.status !== 'active' || !row.key_user_id || !row.roles || !isRole(row.roles)) return facts;
+  // Issue 30 (decision #211): frozen by its move's final sync: refused, and open sessions are ended
+  // (the reaper asks again), so nothing is written after the last backup; the next login is the target's.
+  if (row.frozen) return facts;
   if (publicKey !== undefined && row.public_key !== publicKey) return facts;
   const membership: Membership = {
     accountId: row.account_id,
