@@ -186,8 +186,10 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
 
   /**
    * Issue 30: the install's front page asked for through this server's nginx, on its default name, as a
-   * visitor would (PHP's compiled code and the page cache filled before the first visitor comes): any
-   * answer below 500 serves it. Up to three tries within WARM_SECONDS; else a final DriverError.
+   * visitor would (PHP's compiled code and the page cache filled before the first visitor comes). Any
+   * answer from the site serves it, an error page of its own included (a site broken on its source is
+   * moved as it is: a drain must not stop at it); no answer, or nginx's 502/504 (its pool does not
+   * answer), does not. Up to three tries within WARM_SECONDS; else a final DriverError.
    */
   async function warm(name: string, signal: AbortSignal) {
     const until = Date.now() + WARM_SECONDS * 1000;
@@ -202,7 +204,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
         last = err.message;
         return 0;
       });
-      if (status > 0 && status < 500) return;
+      if (status > 0 && status !== 502 && status !== 504) return;
       if (status > 0) last = `it answered ${status}`;
       if (signal.aborted) throw signal.reason;
       await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
