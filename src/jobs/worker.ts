@@ -268,6 +268,10 @@ export function createWorker(deps: WorkerDeps) {
 
   async function loop(name: string, concurrency: number) {
     const inflight = new Set<Promise<void>>();
+    // Issue 29 defect 4: a loop starts asleep; the prober's first statement, at start, wakes the
+    // queues that have ready work (a NOTIFY wakes one at any time). Before, the ~40 loops each fetched
+    // at once: on PGlite, a round of ~40 transactions that held the first request for ~0.4-0.6 s.
+    await sleep(name, idleFallbackMs, inflight, false);
     while (!stopping) {
       const free = concurrency - inflight.size;
       let fetched = 0;
