@@ -5,7 +5,7 @@
  * its node_modules, e.g. `git archive main | tar -x -C DIR`), that tree's server runs on the same
  * database too, so a change is measured against the code before it in the same run.
  *
- *   npx tsx bench/reads.bench.ts [--db postgres|pglite] [--base DIR] [--rounds 6] [--seconds 3]
+ *   npm run bench:reads -- [--db postgres|pglite] [--base DIR] [--rounds 6] [--seconds 3]
  *     [--connections 50] [--label L]
  *
  * Reported per target: req/s, p50/p99, server CPU ms per request (user + system from /proc), and
@@ -36,7 +36,85 @@ const loadavg = () => os.loadavg()[0]?.toFixed(2) ?? '?';
 const fixed = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
+/** /proc/stat's cpu line: [busy, idle, steal] in clock ticks since boot. */
+function machineTicks(): [number, number, number] {
+  const fields = (fs.readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '')
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields;
+  return [user + nice + system + irq + softirq + steal, idle + iowait, steal];
+}
+
+/**
+ * CPU seconds of every PostgreSQL server process on the machine (its backends serve our lookups), by
+ * pid: a second's share is summed over the processes alive at both ends (backends come and go).
+ */
+function postgresSeconds(): Map<string, number> {
+  const byPid = new Map<string, number>();
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byPid.set(pid, (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {}
+  }
+  return byPid;
+}
+
+function postgresDelta(before: Map<string, number>, after: Map<string, number>): number {
+  let seconds = 0;
+  for (const [pid, now] of after) seconds += now - (before.get(pid) ?? now);
+  return seconds;
+}
+
+interface MachineSecond {
+  /** Cores' worth the PostgreSQL server's processes used (0 on PGlite, which runs inside the server). */
+  postgres: number;
+  /** Cores' worth of CPU the server process used in that second. */
+  server: number;
+  /** Cores' worth the bench process (autocannon, the client) used. */
+  client: number;
+  /** Idle cores of the machine, and cores stolen by the hypervisor. */
+  idle: number;
+  steal: number;
+}
+
+/** Per 1-s window during a long run: where the machine's CPU went (is the server starved, or the client?). */
+function machineSampler(serverPid: number) {
+  const seconds: MachineSecond[] = [];
+  const sample = () => ({
+    ticks: machineTicks(),
+    server: cpuSeconds(serverPid) ?? 0,
+    client: process.cpuUsage(),
+    postgres: postgresSeconds(),
+  });
+  let last = sample();
+  const timer = setInterval(() => {
+    const now = sample();
+    const client = (now.client.user + now.client.system - last.client.user - last.client.system) / 1e6;
+    seconds.push({
+      server: Number((now.server - last.server).toFixed(2)),
+      postgres: Number(postgresDelta(last.postgres, now.postgres).toFixed(2)),
+      client: Number(client.toFixed(2)),
+      idle: Number(((now.ticks[1] - last.ticks[1]) / 100).toFixed(2)),
+      steal: Number(((now.ticks[2] - last.ticks[2]) / 100).toFixed(2)),
+    });
+    last = now;
+  }, 1000);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return seconds;
+    },
+  };
+}
+
 interface Target {
+  machine?: MachineSecond[];
   label: string;
   url: string;
   headers: Record<string, string>;
@@ -121,9 +199,13 @@ async function main() {
         console.log(
           `== ${t.label}: one credential, ${connections} connections, ${long} s (load ${loadavg()})`,
         );
+        const sampler = machineSampler(t.server.pid);
         t.runs.push(await run(t.url, t.headers, long, connections));
+        t.machine = sampler.stop();
         t.cpu = (cpuSeconds(t.server.pid) ?? 0) - (before ?? 0);
         console.log(`   ${t.runs[0]?.perSecond.join(' ')}`);
+        console.log(`   server cores per second: ${t.machine.map((m) => m.server).join(' ')}`);
+        console.log(`   machine idle cores per second: ${t.machine.map((m) => m.idle).join(' ')}`);
       }
     } else {
       for (let round = 0; round < rounds; round++) {
@@ -155,6 +237,7 @@ async function main() {
         cpuMsPerRequest: (1000 * t.cpu) / Math.max(1, latencies.length),
         perRound: t.perRound,
         perSecond: long ? t.runs[0]?.perSecond : undefined,
+        machine: t.machine,
       };
     });
     const [o, b, p] = rows;
@@ -192,7 +275,26 @@ async function main() {
                 : `; per round ours / base ${o.perRound.map((n, i) => fixed(n / (p.perRound[i] ?? Number.NaN), 2)).join(' ')}`),
           ]
         : []),
-      ...(long ? ['', ...rows.map((r) => `${r.label}, 2xx per 1-s window: ${r.perSecond?.join(' ')}`)] : []),
+      ...(long
+        ? [
+            '',
+            ...rows.flatMap((r) => [
+              `${r.label}, 2xx per 1-s window: ${r.perSecond?.join(' ')}`,
+              '',
+              `${r.label}, server CPU µs per answer, per window: ${r.machine
+                ?.map((m, i) =>
+                  (r.perSecond?.[i] ?? 0) > 0 ? Math.round((1e6 * m.server) / (r.perSecond?.[i] ?? 1)) : '-',
+                )
+                .join(' ')}`,
+              '',
+              `${r.label}, per second: server cores ${r.machine?.map((m) => m.server).join(' ')}; ` +
+                `client (autocannon) cores ${r.machine?.map((m) => m.client).join(' ')}; ` +
+                `PostgreSQL cores ${r.machine?.map((m) => m.postgres).join(' ')}; ` +
+                `machine idle cores ${r.machine?.map((m) => m.idle).join(' ')}; stolen ${r.machine?.map((m) => m.steal).join(' ')}`,
+              '',
+            ]),
+          ]
+        : []),
       '',
     ].join('\n');
     fs.mkdirSync(RESULTS, { recursive: true });
