@@ -158,7 +158,7 @@ async function main() {
     const res = await fetch(`${origin}${PATH}`, { headers });
     const body = await res.text();
     if (res.status !== 200) throw new Error(`${PATH}: ${res.status} ${body.slice(0, 200)}`);
-    const bodiesFile = path.join(os.tmpdir(), `hp-reads-bodies-${process.pid}.json`);
+    const bodiesFile = path.join(monitorDir, 'bodies.json');
     fs.writeFileSync(bodiesFile, JSON.stringify({ [PATH]: body }));
     const bare = await startServer('bytes', target.serverEnv('bytes'), [bodiesFile]);
     servers.push(bare);
@@ -309,7 +309,7 @@ async function main() {
     for (const s of servers.reverse()) await s.stop();
     await target.drop();
     if (long) {
-      for (const f of fs.readdirSync(monitorDir)) {
+      for (const f of fs.readdirSync(monitorDir).filter((name) => name.endsWith('.jsonl'))) {
         fs.copyFileSync(path.join(monitorDir, f), path.join(RESULTS, `reads-${label}-monitor-${f}`));
       }
     }
