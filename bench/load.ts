@@ -34,13 +34,20 @@ const STOP_TIMEOUT_MS = 10_000;
 const USER_HZ = 100;
 
 /** Starts `bench/server.ts <kind>` and resolves once it printed its port. */
-export function startServer(kind: ServerKind, env: Record<string, string>, args: string[]): Promise<Server> {
+export function startServer(
+  kind: ServerKind,
+  env: Record<string, string>,
+  args: string[],
+  options: { root?: string; nodeArgs?: string[] } = {},
+): Promise<Server> {
   // BENCH_CPU_PROF=dir: each server writes a V8 CPU profile there when it stops (bench/README.md).
   const profile = process.env.BENCH_CPU_PROF
     ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF]
     : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/server.ts', kind, ...args], {
-    cwd: ROOT,
+  // `root`: another checkout's bench/server.ts (its own src/), to compare two trees in one run.
+  const nodeArgs = [...profile, ...(options.nodeArgs ?? []), '--import', 'tsx', 'bench/server.ts'];
+  const child = spawn(process.execPath, [...nodeArgs, kind, ...args], {
+    cwd: options.root ?? ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -55,10 +62,20 @@ export function startServer(kind: ServerKind, env: Record<string, string>, args:
     child.once('exit', (code) => fail(`exited with ${code} before it was ready`));
     child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString('utf8');
-      const line = out.split('\n')[0];
-      if (!out.includes('\n') || line === undefined) return;
+      // The server's ready line; at LOG_LEVEL=info, pino's lines come before it on the same stdout.
+      const line = out
+        .split('\n')
+        .slice(0, -1)
+        .find((l) => /^\{"port":\d+,"path":/.test(l));
+      if (line === undefined) {
+        out = out.slice(out.lastIndexOf('\n') + 1);
+        return;
+      }
       clearTimeout(timer);
       child.removeAllListeners('exit');
+      // Later output (log lines at LOG_LEVEL=info) is read and dropped, never accumulated here.
+      child.stdout?.removeAllListeners('data');
+      child.stdout?.resume();
       const ready = JSON.parse(line) as { port: number; path: string };
       resolve({
         kind,

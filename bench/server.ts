@@ -10,6 +10,7 @@
  * `{"port": N, "path": "/..."}` on stdout once it accepts requests. SIGTERM closes it.
  */
 import fs from 'node:fs';
+import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
 import type { Database } from '../src/db/client.js';
@@ -117,6 +118,72 @@ async function bytes(file: string | undefined) {
   return { port, path: '' };
 }
 
+/**
+ * BENCH_MONITOR=file (bench/reads.bench.ts --long): one JSON line a second of what could make a
+ * server slow down under a steady load: event-loop delay and utilisation, CPU, heap and RSS, GC
+ * pauses by kind, the database pools (from /metrics) and the read cache.
+ */
+function monitor(
+  file: string,
+  app: { inject: (o: { url: string }) => Promise<{ body: string }>; server: import('node:http').Server },
+) {
+  let requests = 0;
+  app.server.on('request', () => {
+    requests++;
+  });
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  const gc = { count: 0, ms: 0, majorMs: 0, maxMs: 0 };
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gc.count++;
+      gc.ms += entry.duration;
+      gc.maxMs = Math.max(gc.maxMs, entry.duration);
+      // kind 4: mark-compact (NODE_PERFORMANCE_GC_MAJOR).
+      if ((entry as unknown as { detail?: { kind?: number } }).detail?.kind === 4)
+        gc.majorMs += entry.duration;
+    }
+  }).observe({ entryTypes: ['gc'] });
+  let elu = performance.eventLoopUtilization();
+  let cpu = process.cpuUsage();
+  const start = Date.now();
+  const out = fs.openSync(file, 'a');
+  const timer = setInterval(async () => {
+    const nowElu = performance.eventLoopUtilization(elu);
+    elu = performance.eventLoopUtilization();
+    const nowCpu = process.cpuUsage(cpu);
+    cpu = process.cpuUsage();
+    const metrics = (await app.inject({ url: '/metrics' })).body;
+    const pools = metrics
+      .split('\n')
+      .filter((l) => l.startsWith('hostplane_db_pool_'))
+      .map((l) => l.replace('hostplane_db_pool_', ''));
+    const memory = process.memoryUsage();
+    const cache = (app as { readCache?: { stats(): unknown } | null }).readCache?.stats() ?? null;
+    const line = {
+      t: Math.round((Date.now() - start) / 1000),
+      at: new Date().toISOString(),
+      requests,
+      cpuUsPerRequest: requests ? Math.round((nowCpu.user + nowCpu.system) / requests) : null,
+      elu: Number(nowElu.utilization.toFixed(3)),
+      cpuMs: Math.round((nowCpu.user + nowCpu.system) / 1000),
+      delayP50Ms: Number((delay.percentile(50) / 1e6).toFixed(2)),
+      delayP99Ms: Number((delay.percentile(99) / 1e6).toFixed(2)),
+      delayMaxMs: Number((delay.max / 1e6).toFixed(2)),
+      heapMb: Math.round(memory.heapUsed / 1e6),
+      rssMb: Math.round(memory.rss / 1e6),
+      gc: { ...gc, ms: Math.round(gc.ms), majorMs: Math.round(gc.majorMs), maxMs: Math.round(gc.maxMs) },
+      pools,
+      cache,
+    };
+    delay.reset();
+    requests = 0;
+    Object.assign(gc, { count: 0, ms: 0, majorMs: 0, maxMs: 0 });
+    fs.writeSync(out, `${JSON.stringify(line)}\n`);
+  }, 1000);
+  timer.unref();
+}
+
 async function main() {
   const [kind, accountId] = process.argv.slice(2);
   let ready: { port: number; path: string };
@@ -124,8 +191,9 @@ async function main() {
   else if (kind === 'hello' || kind === 'raw') ready = await bare(kind, accountId);
   else if (kind === 'app') {
     // The production composition root (config → database → migrate → buildApp → listen, SIGTERM).
-    const { port } = await serve(loadConfig(), () => {});
-    if (port === null) throw new Error('serve() started no HTTP server');
+    const { port, app } = await serve(loadConfig(), () => {});
+    if (port === null || !app) throw new Error('serve() started no HTTP server');
+    if (process.env.BENCH_MONITOR) monitor(process.env.BENCH_MONITOR, app);
     ready = { port, path: '/v1/sites?limit=100' };
   } else throw new Error(`unknown server kind "${kind}" (hello, raw or app)`);
   process.stdout.write(`${JSON.stringify(ready)}\n`);

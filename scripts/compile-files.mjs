@@ -60,10 +60,11 @@ export async function bundle({
  * (PGlite's WebAssembly and data, the Swagger UI's assets), start workers by file name (pino's
  * transports), are native or are the tools themselves. Every other package is bundled in: each
  * CommonJS module node resolves, stats and wraps at run time (fastify's tree, ajv, pg, mysql2,
- * @peculiar/x509...) cost a process start a few hundred CPU-milliseconds.
+ * @peculiar/x509...) cost a process start a few hundred CPU-milliseconds. Issue 29 defect 4: pg-boss
+ * too (it reads no file of its own); outside, it loaded a second copy of pg from node_modules.
  */
 const EXTERNAL =
-  /^(@electric-sql\/pglite|pino|thread-stream|@fastify\/swagger-ui|@fastify\/static|esbuild|tsx|playwright-core|pg-boss|typescript|@biomejs)(\/|$)/;
+  /^(@electric-sql\/pglite|pino|thread-stream|@fastify\/swagger-ui|@fastify\/static|esbuild|tsx|playwright-core|typescript|@biomejs)(\/|$)/;
 
 /** The esbuild plugin keeping EXTERNAL packages (and node: built-ins) out of a bundle. */
 export const externalPackages = {

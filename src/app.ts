@@ -14,7 +14,7 @@ import type { Config } from './config.js';
 import { type Database, ping } from './db/client.js';
 import { Errors } from './errors.js';
 import { type AuditOptions, useAuditLog } from './http/audit.js';
-import { adminAuthHook, basicAuthHook, callerOf, parseBasic } from './http/auth.js';
+import { adminAuthHook, basicAuthHook, callerOf, connectionCredentials } from './http/auth.js';
 import { httpEdge } from './http/edge.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { etagHook } from './http/etag.js';
@@ -23,6 +23,7 @@ import { installInputGuard } from './http/input.js';
 import { lazySchemaCompilers } from './http/lazy-schemas.js';
 import { CACHED_OPERATIONS, createReadCache, type ReadCache } from './http/read-cache.js';
 import { boundedCheck, probeTimeoutMs } from './http/readiness.js';
+import { requestLoggerFactory } from './http/request-logger.js';
 import { metricsRoutes } from './modules/metrics/metrics.routes.js';
 import type { Metrics } from './modules/metrics/metrics.service.js';
 import { healthRoutes } from './modules/system/system.routes.js';
@@ -100,6 +101,8 @@ export async function buildApp(deps: AppDeps) {
     // Issue 14: each route's validators and serializers compile on its first request, not at start.
     schemaController: lazySchemaCompilers(),
     routerOptions: { maxParamLength: 200 },
+    // Issue 29: no pino child per request unless a line is written (http/request-logger.ts).
+    childLoggerFactory: requestLoggerFactory,
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
   edge.install(app);
@@ -127,9 +130,11 @@ export async function buildApp(deps: AppDeps) {
   app.addHook('onSend', etagHook);
 
   // Requests by route pattern (never the raw URL: ids would make a series each), and database errors.
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook (issue 29): an async one costs a promise on every request.
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.observeRequest(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
   app.addHook('onError', async (_request, _reply, error) => {
     metrics.databaseError(error);
@@ -142,6 +147,8 @@ export async function buildApp(deps: AppDeps) {
   // Issue 31: the SSH gateway runs with the driver (serve or worker), counted where it runs.
   if (services.sshAccess) metrics.observeSsh(services.sshAccess.stats);
 
+  // One per app: the rate limiter's key and the auth hook read a connection's header once (decision 218).
+  const credentialOf = connectionCredentials(services.authenticator);
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {
       global: true,
@@ -155,8 +162,8 @@ export async function buildApp(deps: AppDeps) {
       // everything else, wrong passwords included, per client IP. Keying an unverified username
       // would let anyone who knows it use up that user's budget.
       keyGenerator: (request) => {
-        const pair = parseBasic(request.headers.authorization);
-        const caller = pair ? services.authenticator.cached(pair.username, pair.password) : null;
+        const pair = credentialOf(request);
+        const caller = pair ? services.authenticator.cachedByKey(pair.key) : null;
         if (!caller) return `ip:${request.ip}`;
         request.caller = caller;
         return `cred:${caller.username}`;
@@ -212,7 +219,7 @@ export async function buildApp(deps: AppDeps) {
     public: () => {},
     basic: (v1) => {
       // Added per route, after the rate limiter's own hook, so failed logins are rate limited too.
-      appendOnRequest(v1, basicAuthHook(services.authenticator, services.credentialGate));
+      appendOnRequest(v1, basicAuthHook(services.authenticator, services.credentialGate, credentialOf));
       if (readCache) cacheListedGets(v1, readCache);
       useIdempotencyKeys(
         v1,

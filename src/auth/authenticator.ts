@@ -146,9 +146,12 @@ export function createAuthenticator({
     cache.clear();
   }
 
-  /** Re-reads the epoch when the last read is older than a second; clears the cache when it moved. */
-  async function sync(): Promise<void> {
-    if (cacheSeconds === 0 || clock.now().getTime() - epochCheckedAt < checkMs) return;
+  /**
+   * Re-reads the epoch when the last read is older than a second; clears the cache when it moved.
+   * Undefined when no read is due (every request asks: no promise then, issue 29).
+   */
+  function sync(): Promise<void> | undefined {
+    if (cacheSeconds === 0 || clock.now().getTime() - epochCheckedAt < checkMs) return undefined;
     epochRead ??= (async () => {
       try {
         const checkedAt = clock.now().getTime();
@@ -160,7 +163,7 @@ export function createAuthenticator({
         epochRead = null;
       }
     })();
-    await epochRead;
+    return epochRead;
   }
 
   /**
@@ -383,6 +386,13 @@ export function createAuthenticator({
   return {
     verify,
     cached,
+    /**
+     * Issue 29 (decision 218): the cache's key of a pair (a keyed SHA-256, never the pair), so that a
+     * connection that sends the same header again can skip decoding and hashing it: `cachedByKey`.
+     */
+    keyOf,
+    /** {@link cached} for a key from `keyOf`: the same lookup, expiry and refresh ahead. */
+    cachedByKey: (key: string): Caller | null => lookup(key),
     /** A new credential's stored hash, at this process's cost (PASSWORD_HASH_COST). */
     hashPassword: (password: string) => hashPassword(password, hashCost),
     sync,

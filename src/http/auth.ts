@@ -30,8 +30,44 @@ export function parseBasic(header: string | undefined): { username: string; pass
   return { username, password };
 }
 
+/** What a request's Basic header names: its pair (null when malformed) and the credential cache's key. */
+export interface BasicCredential {
+  username: string;
+  password: string;
+  key: string;
+}
+
+/**
+ * Issue 29 (decision 218): the Basic credential of a request, remembered per connection. A client on a
+ * keep-alive connection sends the same `Authorization` header with every request; decoding it
+ * (base64, UTF-8 checks) and deriving the credential cache's key (a SHA-256) was ~8 % of a cached
+ * read's CPU. The connection's last header and what it gave are kept while the socket lives (a
+ * WeakMap: gone with the socket), so a repeated header costs one string comparison. Nothing is
+ * decided here: the caller still comes from the authenticator's cache, with its expiry, refresh and
+ * invalidations, or from a verification.
+ */
+export function connectionCredentials(authenticator: Pick<Authenticator, 'keyOf'>) {
+  const bySocket = new WeakMap<object, { header: string; credential: BasicCredential }>();
+  return (request: FastifyRequest): BasicCredential | null => {
+    const header = request.headers.authorization;
+    if (header === undefined) return null;
+    const socket = request.raw.socket as object | null;
+    const last = socket ? bySocket.get(socket) : undefined;
+    if (last && last.header === header) return last.credential;
+    const pair = parseBasic(header);
+    if (!pair) return null;
+    const credential = { ...pair, key: authenticator.keyOf(pair.username, pair.password) };
+    if (socket) bySocket.set(socket, { header, credential });
+    return credential;
+  };
+}
+
 /** G2: an onRequest hook that sets `request.caller` or answers 401 with the bad-credentials message. */
-export function basicAuthHook(authenticator: Authenticator, gate?: Pick<CredentialGate, 'admit'>) {
+export function basicAuthHook(
+  authenticator: Authenticator,
+  gate?: Pick<CredentialGate, 'admit'>,
+  credentialOf: (request: FastifyRequest) => BasicCredential | null = connectionCredentials(authenticator),
+) {
   // Issue 22: a scoped credential's expiry and IP allow-list, on the cached path too (no query).
   const admit = (request: FastifyRequest, caller: Caller) => {
     if (gate && !gate.admit(caller, request.ip)) {
@@ -41,14 +77,15 @@ export function basicAuthHook(authenticator: Authenticator, gate?: Pick<Credenti
   };
   return async (request: FastifyRequest) => {
     // Another process may have changed memberships: at most one epoch read a second (authenticator.ts).
-    await authenticator.sync();
+    const syncing = authenticator.sync();
+    if (syncing) await syncing;
     // Verified from the cache by the rate limiter's key generator, and no invalidation since.
     if (request.caller && authenticator.isCurrent(request.caller)) return admit(request, request.caller);
     request.caller = null;
-    const pair = parseBasic(request.headers.authorization);
+    const pair = credentialOf(request);
     if (!pair) throw Errors.unauthenticated();
     // A pair verified within the cache's life: the caller, with nothing allocated for a verification.
-    const hit = authenticator.cached(pair.username, pair.password);
+    const hit = authenticator.cachedByKey(pair.key);
     if (hit) {
       // The scoped credential's gate (expiry, IP allow-list) applies on the cached path too.
       admit(request, hit);

@@ -95,10 +95,19 @@ export function httpEdge(settings: HttpConfig): HttpEdge {
         responses.set(req.socket, res);
       });
       // Fastify marks the answer to a body it refused (too large, unreadable) with `Connection: close`.
-      app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-        if (reply.getHeader('connection') === 'close') await discardBody(request.raw, drainLimits);
-        return payload;
-      });
+      // A callback hook: it runs on every answer, and waits only for a refused body (issue 29).
+      app.addHook(
+        'onSend',
+        (
+          request: FastifyRequest,
+          reply: FastifyReply,
+          payload: unknown,
+          done: (err: null, payload: unknown) => void,
+        ) => {
+          if (reply.getHeader('connection') !== 'close') return done(null, payload);
+          void discardBody(request.raw, drainLimits).then(() => done(null, payload));
+        },
+      );
     },
   };
 }

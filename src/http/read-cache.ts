@@ -199,8 +199,20 @@ export function createReadCache(options: ReadCacheOptions) {
     return;
   }
 
-  /** Route-level onSend (after the ETag hook, whose tag it keeps): stores a rendered 200. */
-  async function onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+  /**
+   * Route-level onSend (after the ETag hook, whose tag it keeps): stores a rendered 200. A callback
+   * hook: it runs on every cached route's answer and never waits (an async one costs a promise each).
+   */
+  function onSend(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    done: (err: null, payload: unknown) => void,
+  ): void {
+    done(null, stored(request, reply, payload));
+  }
+
+  function stored(request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown {
     const pending = request.readCache;
     if (!pending) return payload;
     request.readCache = null;

@@ -268,6 +268,10 @@ export function createWorker(deps: WorkerDeps) {
 
   async function loop(name: string, concurrency: number) {
     const inflight = new Set<Promise<void>>();
+    // Issue 29 defect 4: a loop starts asleep; the prober's first statement, at start, wakes the
+    // queues that have ready work (a NOTIFY wakes one at any time). Before, the ~40 loops each fetched
+    // at once: on PGlite, a round of ~40 transactions that held the first request for ~0.4-0.6 s.
+    await sleep(name, fallbackMs(), inflight, false);
     while (!stopping) {
       const free = concurrency - inflight.size;
       let fetched = 0;
@@ -293,7 +297,7 @@ export function createWorker(deps: WorkerDeps) {
       if (fetched > 0 && fetched === free && !full) continue;
       // An idle queue sleeps until a NOTIFY or the prober (below) says it has work; the long
       // fallback only covers a prober that itself could not run.
-      await sleep(name, fetched === 0 && !failed ? idleFallbackMs : wait, inflight, full);
+      await sleep(name, fetched === 0 && !failed ? fallbackMs() : wait, inflight, full);
     }
   }
 
@@ -305,6 +309,10 @@ export function createWorker(deps: WorkerDeps) {
    */
   const PROBER = '\0prober';
   const idleFallbackMs = Math.max(config.pollIntervalMs * 15, 30_000);
+  // Issue 29 defect 4: spread over one to two fallbacks, so that the ~40 loops that started together
+  // do not all fetch in the same second (a burst of ~40 transactions every 30 s: under load, the
+  // background pool had 10-23 queries waiting, and on PGlite the event loop stalled for it).
+  const fallbackMs = () => idleFallbackMs * (1 + Math.random());
   const probeLoop = (names: string[]) =>
     every(PROBER, 'probe', config.pollIntervalMs, async () => {
       for (const name of await queue.readyQueues(names)) wake(name);

@@ -264,6 +264,18 @@ export function systemTrustedRoots(): readonly X509Certificate[] {
  */
 export function extraTrustedRoots(file: string | null): X509Certificate[] {
   if (file === null) return [];
+  // Issue 29 defect 4: parsed once per process (on PostgreSQL a start builds two service graphs;
+  // a distribution's bundle of ~140 roots costs ~50 ms of CPU to parse).
+  const known = parsedExtraRoots.get(file);
+  if (known) return known;
+  const roots = parseExtraRoots(file);
+  parsedExtraRoots.set(file, roots);
+  return roots;
+}
+
+const parsedExtraRoots = new Map<string, X509Certificate[]>();
+
+function parseExtraRoots(file: string): X509Certificate[] {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
