@@ -104,8 +104,16 @@ export function createFleetCalls({
     });
   }
 
-  /** A queued call: waiting (with the reason while its server is silent), or failed after the bound. */
-  async function waiting(call: repo.CallRow, operation: DriverOperation) {
+  /**
+   * A queued call: waiting (with the reason while its server is silent), or failed after the bound.
+   * `park`: past the bound the call is not given up but left queued for the server's return, and the
+   * answer says so (`parked`: a clean-up that must run there once it is back, decision #213).
+   */
+  async function waiting(
+    call: repo.CallRow,
+    operation: DriverOperation,
+    park = false,
+  ): Promise<{ done: false; checkAt: Date; parked?: string }> {
     // The server the call is queued on (a move's calls are not all on the install's placement).
     const server = await repo.heartbeatOf(db, call.server_id);
     const heartbeat = server?.last_heartbeat_at ?? null;
@@ -121,6 +129,10 @@ export function createFleetCalls({
       ? `hosting server ${name} is silent (last heartbeat ${heartbeat.toISOString()})`
       : `hosting server ${name} has no agent heartbeat yet`;
     if (now - since > fleet.silentFailSeconds * 1000) {
+      if (park) {
+        if (call.waiting_reason !== reason) await noteWaiting(call, reason);
+        return { done: false as const, checkAt: later(), parked: reason };
+      }
       const error = `${reason}: the call waited ${fleet.silentFailSeconds} s and was given up`;
       await withTransaction(db, async (tx) => {
         await repo.updateCall(tx, call.id, {
@@ -189,7 +201,10 @@ export function createFleetCalls({
     const generation = await repo.generationOf(db, call.install_id, serverId);
     if (generation === call.generation) return true;
     const move = MOVE_KEY.exec(call.key)?.[1];
-    return move ? repo.moveAllows(db, move, call.install_id, serverId, call.generation) : false;
+    // A move's clean-up (deprovision) runs even after the move settled: it was left queued for a
+    // server that was silent (decision #213).
+    const cleanUp = call.method === 'deprovision';
+    return move ? repo.moveAllows(db, move, call.install_id, serverId, call.generation, cleanUp) : false;
   }
 
   /**
@@ -252,11 +267,12 @@ export function createFleetCalls({
     async askOn(
       spec: CallSpec,
       at: { serverId: string; generation: number },
-    ): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date }> {
+      options: { park?: boolean } = {},
+    ): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date; parked?: string }> {
       const existing = await repo.callByKey(db, spec.method, spec.key);
       if (existing)
         return existing.state === 'queued'
-          ? waiting(existing, spec.operation)
+          ? waiting(existing, spec.operation, options.park)
           : settled(existing, spec.operation);
       return queueCall(spec, at.serverId, at.generation);
     },

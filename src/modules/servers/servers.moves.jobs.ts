@@ -66,6 +66,27 @@ export function createMoveJob(deps: MovesDeps) {
     };
   }
 
+  /**
+   * A clean-up (deprovision) of the move on `at`: null once done; a note when its server stays silent
+   * past the bound (the call is left queued and runs when the server is back, decision #213).
+   */
+  async function cleanUp(op: OperationRow, install: MovedInstall, step: string, at: Where) {
+    const result = await calls.askOn(
+      {
+        method: 'deprovision',
+        operation: 'deprovision',
+        key: `move:${op.id}:${step}`,
+        installId: install.id,
+        input: moveRef(install),
+      },
+      at,
+      { park: true },
+    );
+    if (result.done) return null;
+    if (result.parked) return `queued until server ${at.serverId} is back (${result.parked})`;
+    throw new Later(result.checkAt);
+  }
+
   /** Records the phase (and more) under the operation's lock; false when a cancel is asked meanwhile. */
   async function setPhase(opId: string, next: Partial<MoveState>) {
     return operations.withLocked(opId, async (tx, locked) => {
@@ -80,10 +101,10 @@ export function createMoveJob(deps: MovesDeps) {
     const reason = state.rollback_reason ?? (state.cancel ? 'cancelled' : 'failed');
     if (state.phase !== 'rolling_back')
       await setPhase(op.id, { phase: 'rolling_back', rollback_reason: reason });
-    const ask = caller(op, install);
     let leftover = '';
     try {
-      await ask('deprovision', 'deprovision', 'rollback-clean', target, moveRef(install));
+      const parked = await cleanUp(op, install, 'rollback-clean', target);
+      if (parked) leftover = ` (cleaning the target: ${parked})`;
     } catch (err) {
       if (err instanceof Later) throw err;
       if (!(err instanceof DriverError && err.final)) throw err;
@@ -182,7 +203,8 @@ export function createMoveJob(deps: MovesDeps) {
     // at the switch: a clean-up that fails for good is reported, not rolled back.
     let cleaned = 'cleaned';
     try {
-      await ask('deprovision', 'deprovision', 'clean-source', source, ref);
+      const parked = await cleanUp(op, install, 'clean-source', source);
+      if (parked) cleaned = parked;
     } catch (err) {
       if (err instanceof Later || !(err instanceof DriverError && err.final)) throw err;
       cleaned = `not cleaned (${err.message}): remove the install's leftovers there by hand`;

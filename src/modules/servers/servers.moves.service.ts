@@ -46,7 +46,8 @@ export interface MovesDeps {
     askOn(
       spec: CallSpec,
       at: { serverId: string; generation: number },
-    ): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date }>;
+      options?: { park?: boolean },
+    ): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date; parked?: string }>;
   };
   /** Issue 21: the switch re-applies the install's routing (and certificates) on its new server. */
   requestRouting: (tx: Db, install: { id: string; account_id: string; status: string }) => Promise<void>;

@@ -353,12 +353,14 @@ export async function moveAllows(
   installId: string,
   serverId: string,
   generation: number,
+  /** A clean-up of the move's (decision #213): allowed after the move settled too. */
+  settledToo = false,
 ): Promise<boolean> {
   const rows = await queryRows<{ id: string }>(
     db,
     sql`select o.id from ${operations} o
         where o.id = ${operationId}::uuid and o.install_id = ${installId}::uuid and o.type = 'move_install'
-          and o.status in ('queued', 'in_progress')
+          and (o.status in ('queued', 'in_progress') or ${settledToo})
           and ((o.input->>'target_server_id' = ${serverId}::text and (o.state->>'target_generation')::int = ${generation}::int)
             or (o.state->>'source_server_id' = ${serverId}::text and (o.state->>'source_generation')::int = ${generation}::int))`,
   );
