@@ -57,7 +57,7 @@ import { createReportsService } from './modules/reports/reports.service.js';
 import { createRoutingJob, createRoutingRequests } from './modules/routing/routing.service.js';
 import { createFleetCalls } from './modules/servers/servers.calls.service.js';
 import { createMoveJob } from './modules/servers/servers.moves.jobs.js';
-import { createMovesService } from './modules/servers/servers.moves.service.js';
+import { createMovesService, refuseDeleteWhileMoving } from './modules/servers/servers.moves.service.js';
 import { createServersService } from './modules/servers/servers.service.js';
 import { createSignInService } from './modules/sign-in/sign-in.service.js';
 import { createSiteTransferJobs } from './modules/site-transfers/site-transfers.jobs.js';
@@ -162,6 +162,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installDomain,
     startProvisioning,
     startDeprovisioning,
+    // Issue 30 (decision #214): no delete while the install is being moved between servers.
+    assertDeletable: refuseDeleteWhileMoving,
     events,
   });
   const operations = createOperationsService({ db, clock, installs, outbox, queue, events, secretBox });

@@ -1,5 +1,6 @@
 // test-db: postgres (the fleet's calls and placements ride on pg-boss queues per server)
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -178,8 +179,23 @@ const settledCalls = async (installId: string) =>
     )
   )[0]?.n === 0;
 
+/** The control plane's archive store (the harness's DATA_DIR/fleet-archives). */
+const store = path.resolve('.tmp/data-unused/fleet-archives');
+/** The archive files left of a move's backups (none once it has settled: decision 215). */
+async function archivesLeft(opId: string) {
+  const backups = await queryRows<{ id: string }>(
+    t.database.db,
+    sql`select id from fleet_calls where method = 'backup' and key like ${`move:${opId}:%`}`,
+  );
+  return backups.flatMap(({ id }) =>
+    ['part', 'tar', 'json']
+      .map((ext) => `${id}.${ext}`)
+      .filter((name) => fs.existsSync(path.join(store, name))),
+  );
+}
+
 /** What each scenario's install should be: held by this server alone (checked in the agents' DATA_DIRs). */
-const expected = new Map<string, { owner: string; what: string }>();
+const expected = new Map<string, { owner: string | null; what: string }>();
 
 const STEPS = [
   ['target-provision', 'target'],
@@ -229,8 +245,10 @@ async function cutDuring(
     }
     if (outcome === 'returns') {
       // Before the switch the move waits for the cut server; after it, only the source's clean-up is
-      // left (the target's routing waits for it, the move does not).
-      if (step !== 'switch') assert.equal((await moveView(id)).status, 'moving', what);
+      // left (the target's routing waits for it, the move does not), which the source may have done
+      // before the cut landed.
+      if (step !== 'switch' && step !== 'clean-source')
+        assert.equal((await moveView(id)).status, 'moving', what);
       const cutAt = Date.now();
       await proxy.restore();
       // The agent is back (a heartbeat after the restore) and has done the step's call, before the
@@ -274,6 +292,7 @@ async function cutDuring(
       assert.equal(done.status, 'move_failed', what);
       assert.equal(holder, 'a', what);
     }
+    assert.deepEqual(await archivesLeft(opId), [], `${what}: the move's archives removed`);
     expected.set(id, { owner: holder, what });
   } finally {
     await proxy.restore();
@@ -313,10 +332,64 @@ describe('issue 30: the network cut at each step of a move', () => {
       await cutDuring(step, side, 'silent', MODES[n++ % MODES.length] as CutMode);
     });
 
+  it('issue 30 (decision 214): deleting an install while it is being moved is a 409 naming the move (dry run too); once the move has ended the delete removes it from its new server, and no server holds it', async () => {
+    const id = await installOn('a');
+    const opId = await move(id, 'b');
+    await until('the move under way', async () => {
+      await tick();
+      return reached(opId, 'copy-restore');
+    });
+    for (const dry of [true, false]) {
+      const refused = await owner.client.delete(`/v1/installs/${id}${dry ? '?dry_run=true' : ''}`);
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.match(
+        refused.body.message,
+        new RegExp(`being moved to another hosting server \\(operation ${opId}`),
+      );
+    }
+    const done = await until('the move ended', async () => {
+      await tick();
+      const view = await moveView(id);
+      return ['completed', 'failed'].includes(view.move.status) ? view : null;
+    });
+    assert.equal(done.move.status, 'completed', JSON.stringify(done));
+    const deleted = await owner.client.delete(`/v1/installs/${id}`);
+    assert.equal(deleted.status, 204, JSON.stringify(deleted.body));
+    await until('the install removed from its server', async () => {
+      await tick();
+      const placed = await t.admin.get(`/admin/v1/servers/${serverId('b')}/installs`);
+      return !placed.body.results.some((p: Json) => p.install_id === id) && (await settledCalls(id));
+    });
+    expected.set(id, { owner: null, what: 'deleted after its move' });
+  });
+
+  it('issue 30 (decision 215): the archive store sweep removes the files a crash left (older than the bound), and keeps younger ones', async () => {
+    const calls = t.app.services.fleetCalls;
+    assert.ok(calls.archiveMaxAgeMs >= 86_400_000);
+    fs.mkdirSync(store, { recursive: true, mode: 0o700 });
+    const old = crypto.randomUUID();
+    const young = crypto.randomUUID();
+    const files = [`${old}.tar`, `${old}.json`, `${old}.part`, `${young}.tar`];
+    for (const name of files) fs.writeFileSync(path.join(store, name), 'x', { mode: 0o600 });
+    const past = new Date(Date.now() - calls.archiveMaxAgeMs - 60_000);
+    for (const name of files.slice(0, 3)) fs.utimesSync(path.join(store, name), past, past);
+    const removed = await calls.archives.sweep(calls.archiveMaxAgeMs);
+    assert.ok(removed >= 3, `${removed}`);
+    assert.deepEqual(
+      files.filter((name) => fs.existsSync(path.join(store, name))),
+      [`${young}.tar`],
+    );
+    fs.rmSync(path.join(store, `${young}.tar`));
+  });
+
   it('issue 30: after the cuts, each install is held by its placement server and no other (the agents own records, read in their DATA_DIRs)', async () => {
     assert.ok(expected.size > 0);
     const held = await holdings();
     for (const [id, { owner: holder, what }] of expected)
-      assert.deepEqual(held.get(id) ?? [], [holder], `${what}: held by ${held.get(id)?.join(', ')}`);
+      assert.deepEqual(
+        held.get(id) ?? [],
+        holder ? [holder] : [],
+        `${what}: held by ${held.get(id)?.join(', ')}`,
+      );
   });
 });

@@ -39,6 +39,8 @@ const MAX_ERROR = 2000;
 /** The longest an agent may defer the next ask of a call. */
 const MAX_DEFER_MS = 3_600_000;
 const POLL_MS = 250;
+/** How often a control plane process sweeps the archive store for files a crash left (decision #215). */
+const SWEEP_EVERY_MS = 10 * 60_000;
 /** The key of a move's own calls: `move:<operation id>:<step>`. */
 export const MOVE_KEY = /^move:([0-9a-f-]{36}):/;
 
@@ -85,6 +87,18 @@ export function createFleetCalls({
     dir: archiveDir,
     inputOf: (call) => open(call.id, call.input_sealed),
   });
+  /**
+   * An archive older than this is left by a crash: a day, and longer than a restore may wait for its
+   * silent server (twice FLEET_SILENT_FAIL_SECONDS).
+   */
+  const archiveMaxAgeMs = Math.max(86_400_000, 2 * fleet.silentFailSeconds * 1000);
+  let sweptAt = 0;
+  /** At most every SWEEP_EVERY_MS, on an agent's fetch (each process; removing twice is harmless). */
+  function sweepNow() {
+    if (Date.now() - sweptAt < SWEEP_EVERY_MS) return;
+    sweptAt = Date.now();
+    void archives.sweep(archiveMaxAgeMs).catch(() => undefined);
+  }
 
   /** Places the install on a server (once; the install's row locked): decision #156. */
   async function place(installId: string, operation: DriverOperation) {
@@ -238,6 +252,15 @@ export function createFleetCalls({
   return {
     /** Issue 30: backups' archives crossing servers (servers.archives.service.ts). */
     archives,
+    archiveMaxAgeMs,
+
+    /**
+     * The archives of the backup calls keyed `<prefix>...` go (a move settled: what its restores did
+     * not use, decision #215).
+     */
+    async releaseArchives(prefix: string) {
+      await archives.drop(await repo.backupCallIds(db, prefix));
+    },
 
     /**
      * The remote driver's one entry: the call's result once the agent reported it, else
@@ -301,6 +324,7 @@ export function createFleetCalls({
       waitSeconds: number,
       signal?: AbortSignal,
     ): Promise<HandedCall[]> {
+      sweepNow();
       const deadline = Date.now() + Math.min(waitSeconds, fleet.fetchWaitSeconds) * 1000;
       for (;;) {
         // A caller gone takes nothing (its calls would be active for nobody until its successor).

@@ -87,6 +87,10 @@ export function createMoveJob(deps: MovesDeps) {
     throw new Later(result.checkAt);
   }
 
+  /** The move settled: its backups' archives that no restore used go (decision #215). */
+  const releaseArchives = (op: OperationRow) =>
+    calls.releaseArchives(`move:${op.id}:`).catch(() => undefined);
+
   /** Records the phase (and more) under the operation's lock; false when a cancel is asked meanwhile. */
   async function setPhase(opId: string, next: Partial<MoveState>) {
     return operations.withLocked(opId, async (tx, locked) => {
@@ -116,6 +120,7 @@ export function createMoveJob(deps: MovesDeps) {
       `The move was rolled back (${reason}): the install stays on server ${source}, which served it throughout${leftover}`,
       async () => ({ details: [['Target', inputOf(op, 'move_install').target_server_id]] }),
     );
+    await releaseArchives(op);
   }
 
   async function step(op: OperationRow) {
@@ -216,6 +221,7 @@ export function createMoveJob(deps: MovesDeps) {
         ['Source', cleaned],
       ],
     }));
+    await releaseArchives(op);
   }
 
   const job: JobHandler<Payload> = {
@@ -247,6 +253,7 @@ export function createMoveJob(deps: MovesDeps) {
           ? `the install was moved to server ${inputOf(op, 'move_install').target_server_id} and serves there; cleaning the source failed: ${error}`
           : `the install stays on server ${state.source_server_id}; cleaning the target failed: ${error}`;
       await operations.fail(op.id, `The move ended: ${where}`, async () => undefined);
+      await releaseArchives(op);
     },
   };
   return job;

@@ -273,6 +273,15 @@ export async function callByKey(db: Db, method: string, key: string): Promise<Ca
   return row ?? null;
 }
 
+/** The ids of the backup calls whose key starts with `prefix` (a move's: `move:<operation>:`). */
+export async function backupCallIds(db: Db, prefix: string): Promise<string[]> {
+  const rows = await db
+    .select({ id: fleetCalls.id })
+    .from(fleetCalls)
+    .where(and(eq(fleetCalls.method, 'backup'), sql`starts_with(${fleetCalls.key}, ${prefix})`));
+  return rows.map((r) => r.id);
+}
+
 export async function callById(db: Db, id: string, lock = false): Promise<CallRow | null> {
   const query = db.select(callProjection).from(fleetCalls).where(eq(fleetCalls.id, id));
   const [row] = lock ? await query.for('update') : await query;
@@ -461,6 +470,7 @@ export async function latestMove(db: Db, installId: string) {
       error: operations.error,
       created_at: operations.created_at,
       completed_at: operations.completed_at,
+      expected_at: operations.expected_at,
     })
     .from(operations)
     .where(and(eq(operations.install_id, installId), eq(operations.type, 'move_install')))
