@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm';
 import { loadConfig } from '../../src/config.js';
 import { queryRows } from '../../src/db/client.js';
 import { openConfiguredDatabase } from '../../src/main.js';
+import { createArchiveStore } from '../../src/modules/servers/servers.archives.service.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, INSTANT_DURATIONS, type Json, uniqueName } from '../support/harness.js';
 import { type Running, runCli } from '../support/process.js';
@@ -120,13 +121,16 @@ const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
  * `count` installs provisioned on a at once (b and c cordoned meanwhile), taken one by one by the
  * scenarios (provisioning each on its own would cost a scenario's time again).
  */
+const siteOf = new Map<string, string>();
 async function installsOnA(count: number) {
   for (const other of ['b', 'c'])
     await t.admin.patch(`/admin/v1/servers/${serverId(other)}`, { state: 'cordoned' });
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    const site = (await f.site(owner.client, acct.id)).id;
-    ids.push((await f.install(owner.client, acct.id, site, 'production')).id as string);
+    const site = (await f.site(owner.client, acct.id)).id as string;
+    const id = (await f.install(owner.client, acct.id, site, 'production')).id as string;
+    ids.push(id);
+    siteOf.set(id, site);
   }
   await until('the installs provisioned', async () => {
     await tick();
@@ -145,8 +149,8 @@ async function move(installId: string, to: string) {
 }
 
 const STEPS_COUNT = 8;
-/** Two scenarios per step, and the delete. */
-const pool = await installsOnA(2 * STEPS_COUNT + 1);
+/** Two scenarios per step, the delete and the copy's source. */
+const pool = await installsOnA(2 * STEPS_COUNT + 2);
 function installOn(server: 'a') {
   const id = pool.shift();
   assert.ok(id && server === 'a', 'an install of the pool');
@@ -381,23 +385,71 @@ describe('issue 30: the network cut at each step of a move', () => {
     expected.set(id, { owner: null, what: 'deleted after its move' });
   });
 
+  it('issue 30 (decision 215): a copy across servers whose destination stays cut past FLEET_SILENT_FAIL_SECONDS after the source uploaded its backup fails, and the archive goes with it', async () => {
+    const source = installOn('a');
+    const siteId = siteOf.get(source) as string;
+    for (const other of ['a', 'c'])
+      await t.admin.patch(`/admin/v1/servers/${serverId(other)}`, { state: 'cordoned' });
+    const destination = (await f.install(owner.client, acct.id, siteId, 'staging')).id as string;
+    await until('the destination provisioned on b', async () => {
+      await tick();
+      return (await owner.client.get(`/v1/installs/${destination}`)).body.status === 'active';
+    });
+    for (const other of ['a', 'c'])
+      await t.admin.patch(`/admin/v1/servers/${serverId(other)}`, { state: 'active' });
+    const res = await owner.client.post('/v1/install_copy', {
+      source_environment_id: source,
+      destination_environment_id: destination,
+      notification_emails: [],
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    const opId = operationIdOf(res);
+    const backup = await until('the source backup uploaded', async () => {
+      await tick();
+      const [row] = await queryRows<{ id: string }>(
+        t.database.db,
+        sql`select id from fleet_calls where key = ${`${opId}:copy-source`} and state = 'done'`,
+      );
+      return row && fs.existsSync(path.join(store, `${row.id}.tar`)) ? row : null;
+    });
+    const proxy = proxies.get('b') as TcpProxy;
+    await proxy.cut('refuse');
+    try {
+      const op = await until('the copy failed', async () => {
+        t.clock.advance((SILENT_FAIL + 5) * 1000);
+        await beating(['a', 'c']);
+        await t.runJobs();
+        const got = (await owner.client.get(`/v1/operations/${opId}`)).body;
+        return ['completed', 'failed'].includes(got.status) ? got : null;
+      });
+      assert.equal(op.status, 'failed', JSON.stringify(op));
+      for (const ext of ['tar', 'json', 'part'])
+        assert.ok(!fs.existsSync(path.join(store, `${backup.id}.${ext}`)), `${backup.id}.${ext} removed`);
+    } finally {
+      await proxy.restore();
+    }
+    await beating(['b']);
+  });
+
   it('issue 30 (decision 215): the archive store sweep removes the files a crash left (older than the bound), and keeps younger ones', async () => {
     const calls = t.app.services.fleetCalls;
     assert.ok(calls.archiveMaxAgeMs >= 86_400_000);
-    fs.mkdirSync(store, { recursive: true, mode: 0o700 });
+    // A store of its own (the harness's is shared with other files, whose processes sweep it too).
+    const dir = fs.mkdtempSync(path.join(work, 'archives-'));
+    const archives = createArchiveStore({ db: t.database.db, dir, inputOf: () => null });
     const old = crypto.randomUUID();
     const young = crypto.randomUUID();
     const files = [`${old}.tar`, `${old}.json`, `${old}.part`, `${young}.tar`];
-    for (const name of files) fs.writeFileSync(path.join(store, name), 'x', { mode: 0o600 });
+    for (const name of files) fs.writeFileSync(path.join(dir, name), 'x', { mode: 0o600 });
     const past = new Date(Date.now() - calls.archiveMaxAgeMs - 60_000);
-    for (const name of files.slice(0, 3)) fs.utimesSync(path.join(store, name), past, past);
-    const removed = await calls.archives.sweep(calls.archiveMaxAgeMs);
-    assert.ok(removed >= 3, `${removed}`);
+    for (const name of files.slice(0, 3)) fs.utimesSync(path.join(dir, name), past, past);
+    const removed = await archives.sweep(calls.archiveMaxAgeMs);
+    assert.equal(removed, 3);
     assert.deepEqual(
-      files.filter((name) => fs.existsSync(path.join(store, name))),
+      files.filter((name) => fs.existsSync(path.join(dir, name))),
       [`${young}.tar`],
     );
-    fs.rmSync(path.join(store, `${young}.tar`));
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('issue 30: after the cuts, each install is held by its placement server and no other (the agents own records, read in their DATA_DIRs)', async () => {

@@ -158,6 +158,8 @@ export function createFleetCalls({
         });
         await repo.setOperationWaiting(tx, call.key, null);
       });
+      // Settled: the archive it would have fed on is no longer needed (decision #215).
+      await archives.release(call).catch(() => undefined);
       throw new DriverError(operation, error, true);
     }
     if (call.waiting_reason !== reason) await noteWaiting(call, reason);
@@ -227,7 +229,7 @@ export function createFleetCalls({
    * asked it completes there (decision #176). False when the install is placed nowhere.
    */
   async function reroute(call: repo.CallRow, serverId: string, jobId: string) {
-    await withTransaction(db, async (tx) => {
+    const failed = await withTransaction(db, async (tx) => {
       const placement = MOVE_KEY.test(call.key) ? null : await repo.placementOf(tx, call.install_id);
       if (placement && placement.server_id !== serverId) {
         const next = await queue.sendToServer(tx, placement.server_id, call.id);
@@ -246,7 +248,10 @@ export function createFleetCalls({
         });
       }
       await queue.completeServerJob(tx, serverId, jobId);
+      return !(placement && placement.server_id !== serverId);
     });
+    // A call failed as stale feeds on no archive any more (decision #215).
+    if (failed) await archives.release(call).catch(() => undefined);
   }
 
   return {
