@@ -62,7 +62,7 @@ import {
 import { createFleetCalls } from './modules/servers/servers.calls.service.js';
 import { createDriftRepair } from './modules/servers/servers.drift.service.js';
 import { createMoveJob } from './modules/servers/servers.moves.jobs.js';
-import { createMovesService } from './modules/servers/servers.moves.service.js';
+import { createMovesService, refuseDeleteWhileMoving } from './modules/servers/servers.moves.service.js';
 import { createServersService } from './modules/servers/servers.service.js';
 import { createSignInService } from './modules/sign-in/sign-in.service.js';
 import { createSiteTransferJobs } from './modules/site-transfers/site-transfers.jobs.js';
@@ -167,6 +167,8 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     installDomain,
     startProvisioning,
     startDeprovisioning,
+    // Issue 30 (decision #214): no delete while the install is being moved between servers.
+    assertDeletable: refuseDeleteWhileMoving,
     events,
   });
   const operations = createOperationsService({ db, clock, installs, outbox, queue, events, secretBox });

@@ -36,6 +36,7 @@ const EXPECTED: Record<string, [number, number]> = {
   'test/api/reliability-suite.test.ts': [0, 115],
   'test/api/reliability.test.ts': [0, 105],
   'test/api/fleet-moves.test.ts': [0, 93],
+  'test/api/fleet-moves-faults.test.ts': [0, 120],
   'test/api/cli.test.ts': [79, 70],
   'test/api/console-account-browser.test.ts': [79, 0],
   'test/api/sftp.test.ts': [0, 160],

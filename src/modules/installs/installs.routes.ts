@@ -140,7 +140,7 @@ export function installsRoutes({ config, services }: RouteContext): RoutesPlugin
           response: {
             200: InstallDeleteDryRun,
             204: Type.Null({ description: 'Deleted' }),
-            ...errorResponses(400, 403, 404),
+            ...errorResponses(400, 403, 404, 409),
           },
         },
         config: routeConfig,

@@ -27,6 +27,11 @@ export interface InstallsDeps {
    * database, backups on the platform). Default: none.
    */
   startDeprovisioning?: (tx: Db, installId: string) => Promise<void>;
+  /**
+   * Issue 30 (decision #214): called in the transaction that deletes an install, its row locked,
+   * before the delete: throws to refuse it (409 while the install is being moved between servers).
+   */
+  assertDeletable?: (tx: Db, install: { id: string; name: string }) => Promise<void>;
   /** Issue 22: `install.deleted`, in the transaction that deletes the install. */
   events?: EventRecorder;
 }
@@ -82,6 +87,7 @@ export function createInstallsService({
   installDomain,
   startProvisioning,
   startDeprovisioning,
+  assertDeletable,
   events,
 }: InstallsDeps) {
   /** I4/I5: the target site must be in the account, and its environment slot free. */
@@ -222,6 +228,7 @@ export function createInstallsService({
      */
     async removeDryRun(caller: Caller, installId: string) {
       const install = await find(caller, installId, 'installs:delete');
+      if (assertDeletable) await withTransaction(db, (tx) => assertDeletable(tx, install));
       const names = await repo.domainNames(db, installId);
       const cname = `${install.name}.${installDomain}`;
       return {
@@ -235,6 +242,10 @@ export function createInstallsService({
     async remove(caller: Caller, installId: string) {
       const install = await find(caller, installId, 'installs:delete');
       await withTransaction(db, async (tx) => {
+        if (assertDeletable) {
+          if (!(await repo.lockInstall(tx, installId))) throw Errors.notFound();
+          await assertDeletable(tx, install);
+        }
         if (!(await repo.deleteInstall(tx, installId))) throw Errors.notFound();
         await startDeprovisioning?.(tx, installId);
         await events?.record(tx, {

@@ -152,6 +152,34 @@ export function createArchiveStore({
       return { body: stream.pipe(checked), size: meta.bytes, fileName: `${archive.id}.tar` };
     },
 
+    /**
+     * The archives of backup calls `ids` go (a move or copy settled before its restore used them:
+     * rolled back, cancelled, given up), decision #215.
+     */
+    async drop(ids: string[]) {
+      for (const id of ids)
+        if (/^[0-9a-f-]{36}$/.test(id))
+          for (const ext of ['part', 'tar', 'json'] as const) await fs.rm(file(id, ext), { force: true });
+    },
+
+    /**
+     * The crash sweep (decision #215): files of the store older than `maxAgeMs` (by their last
+     * write) go, whatever left them (a control plane that died before an operation settled). Answers
+     * how many went.
+     */
+    async sweep(maxAgeMs: number, now = Date.now()) {
+      const names = await fs.readdir(dir).catch(() => [] as string[]);
+      let removed = 0;
+      for (const name of names) {
+        if (!/^[0-9a-f-]{36}\.(part|tar|json)$/.test(name)) continue;
+        const stat = await fs.lstat(path.join(dir, name)).catch(() => null);
+        if (!stat?.isFile() || now - stat.mtimeMs <= maxAgeMs) continue;
+        await fs.rm(path.join(dir, name), { force: true });
+        removed++;
+      }
+      return removed;
+    },
+
     /** The archive a settled copy or restore call fed on goes (and a backup's upload left unfinished). */
     async release(call: repo.CallRow) {
       const ids = [call.method === 'backup' ? call.id : fedBy(call).snapshot?.archive?.id].filter(

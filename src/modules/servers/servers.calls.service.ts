@@ -39,6 +39,8 @@ const MAX_ERROR = 2000;
 /** The longest an agent may defer the next ask of a call. */
 const MAX_DEFER_MS = 3_600_000;
 const POLL_MS = 250;
+/** How often a control plane process sweeps the archive store for files a crash left (decision #215). */
+const SWEEP_EVERY_MS = 10 * 60_000;
 /** The key of a move's own calls: `move:<operation id>:<step>`. */
 export const MOVE_KEY = /^move:([0-9a-f-]{36}):/;
 
@@ -85,6 +87,18 @@ export function createFleetCalls({
     dir: archiveDir,
     inputOf: (call) => open(call.id, call.input_sealed),
   });
+  /**
+   * An archive older than this is left by a crash: a day, and longer than a restore may wait for its
+   * silent server (twice FLEET_SILENT_FAIL_SECONDS).
+   */
+  const archiveMaxAgeMs = Math.max(86_400_000, 2 * fleet.silentFailSeconds * 1000);
+  let sweptAt = 0;
+  /** At most every SWEEP_EVERY_MS, on an agent's fetch (each process; removing twice is harmless). */
+  function sweepNow() {
+    if (Date.now() - sweptAt < SWEEP_EVERY_MS) return;
+    sweptAt = Date.now();
+    void archives.sweep(archiveMaxAgeMs).catch(() => undefined);
+  }
 
   /** Places the install on a server (once; the install's row locked): decision #156. */
   async function place(installId: string, operation: DriverOperation) {
@@ -104,8 +118,16 @@ export function createFleetCalls({
     });
   }
 
-  /** A queued call: waiting (with the reason while its server is silent), or failed after the bound. */
-  async function waiting(call: repo.CallRow, operation: DriverOperation) {
+  /**
+   * A queued call: waiting (with the reason while its server is silent), or failed after the bound.
+   * `park`: past the bound the call is not given up but left queued for the server's return, and the
+   * answer says so (`parked`: a clean-up that must run there once it is back, decision #213).
+   */
+  async function waiting(
+    call: repo.CallRow,
+    operation: DriverOperation,
+    park = false,
+  ): Promise<{ done: false; checkAt: Date; parked?: string }> {
     // The server the call is queued on (a move's calls are not all on the install's placement).
     const server = await repo.heartbeatOf(db, call.server_id);
     const heartbeat = server?.last_heartbeat_at ?? null;
@@ -121,6 +143,10 @@ export function createFleetCalls({
       ? `hosting server ${name} is silent (last heartbeat ${heartbeat.toISOString()})`
       : `hosting server ${name} has no agent heartbeat yet`;
     if (now - since > fleet.silentFailSeconds * 1000) {
+      if (park) {
+        if (call.waiting_reason !== reason) await noteWaiting(call, reason);
+        return { done: false as const, checkAt: later(), parked: reason };
+      }
       const error = `${reason}: the call waited ${fleet.silentFailSeconds} s and was given up`;
       await withTransaction(db, async (tx) => {
         await repo.updateCall(tx, call.id, {
@@ -132,6 +158,8 @@ export function createFleetCalls({
         });
         await repo.setOperationWaiting(tx, call.key, null);
       });
+      // Settled: the archive it would have fed on is no longer needed (decision #215).
+      await archives.release(call).catch(() => undefined);
       throw new DriverError(operation, error, true);
     }
     if (call.waiting_reason !== reason) await noteWaiting(call, reason);
@@ -189,7 +217,10 @@ export function createFleetCalls({
     const generation = await repo.generationOf(db, call.install_id, serverId);
     if (generation === call.generation) return true;
     const move = MOVE_KEY.exec(call.key)?.[1];
-    return move ? repo.moveAllows(db, move, call.install_id, serverId, call.generation) : false;
+    // A move's clean-up (deprovision) runs even after the move settled: it was left queued for a
+    // server that was silent (decision #213).
+    const cleanUp = call.method === 'deprovision';
+    return move ? repo.moveAllows(db, move, call.install_id, serverId, call.generation, cleanUp) : false;
   }
 
   /**
@@ -198,7 +229,7 @@ export function createFleetCalls({
    * asked it completes there (decision #176). False when the install is placed nowhere.
    */
   async function reroute(call: repo.CallRow, serverId: string, jobId: string) {
-    await withTransaction(db, async (tx) => {
+    const failed = await withTransaction(db, async (tx) => {
       const placement = MOVE_KEY.test(call.key) ? null : await repo.placementOf(tx, call.install_id);
       if (placement && placement.server_id !== serverId) {
         const next = await queue.sendToServer(tx, placement.server_id, call.id);
@@ -217,12 +248,24 @@ export function createFleetCalls({
         });
       }
       await queue.completeServerJob(tx, serverId, jobId);
+      return !(placement && placement.server_id !== serverId);
     });
+    // A call failed as stale feeds on no archive any more (decision #215).
+    if (failed) await archives.release(call).catch(() => undefined);
   }
 
   return {
     /** Issue 30: backups' archives crossing servers (servers.archives.service.ts). */
     archives,
+    archiveMaxAgeMs,
+
+    /**
+     * The archives of the backup calls keyed `<prefix>...` go (a move settled: what its restores did
+     * not use, decision #215).
+     */
+    async releaseArchives(prefix: string) {
+      await archives.drop(await repo.backupCallIds(db, prefix));
+    },
 
     /**
      * The remote driver's one entry: the call's result once the agent reported it, else
@@ -252,11 +295,12 @@ export function createFleetCalls({
     async askOn(
       spec: CallSpec,
       at: { serverId: string; generation: number },
-    ): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date }> {
+      options: { park?: boolean } = {},
+    ): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date; parked?: string }> {
       const existing = await repo.callByKey(db, spec.method, spec.key);
       if (existing)
         return existing.state === 'queued'
-          ? waiting(existing, spec.operation)
+          ? waiting(existing, spec.operation, options.park)
           : settled(existing, spec.operation);
       return queueCall(spec, at.serverId, at.generation);
     },
@@ -285,6 +329,7 @@ export function createFleetCalls({
       waitSeconds: number,
       signal?: AbortSignal,
     ): Promise<HandedCall[]> {
+      sweepNow();
       const deadline = Date.now() + Math.min(waitSeconds, fleet.fetchWaitSeconds) * 1000;
       for (;;) {
         // A caller gone takes nothing (its calls would be active for nobody until its successor).

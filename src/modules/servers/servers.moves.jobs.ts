@@ -66,6 +66,31 @@ export function createMoveJob(deps: MovesDeps) {
     };
   }
 
+  /**
+   * A clean-up (deprovision) of the move on `at`: null once done; a note when its server stays silent
+   * past the bound (the call is left queued and runs when the server is back, decision #213).
+   */
+  async function cleanUp(op: OperationRow, install: MovedInstall, step: string, at: Where) {
+    const result = await calls.askOn(
+      {
+        method: 'deprovision',
+        operation: 'deprovision',
+        key: `move:${op.id}:${step}`,
+        installId: install.id,
+        input: moveRef(install),
+      },
+      at,
+      { park: true },
+    );
+    if (result.done) return null;
+    if (result.parked) return `queued until server ${at.serverId} is back (${result.parked})`;
+    throw new Later(result.checkAt);
+  }
+
+  /** The move settled: its backups' archives that no restore used go (decision #215). */
+  const releaseArchives = (op: OperationRow) =>
+    calls.releaseArchives(`move:${op.id}:`).catch(() => undefined);
+
   /** Records the phase (and more) under the operation's lock; false when a cancel is asked meanwhile. */
   async function setPhase(opId: string, next: Partial<MoveState>) {
     return operations.withLocked(opId, async (tx, locked) => {
@@ -80,10 +105,10 @@ export function createMoveJob(deps: MovesDeps) {
     const reason = state.rollback_reason ?? (state.cancel ? 'cancelled' : 'failed');
     if (state.phase !== 'rolling_back')
       await setPhase(op.id, { phase: 'rolling_back', rollback_reason: reason });
-    const ask = caller(op, install);
     let leftover = '';
     try {
-      await ask('deprovision', 'deprovision', 'rollback-clean', target, moveRef(install));
+      const parked = await cleanUp(op, install, 'rollback-clean', target);
+      if (parked) leftover = ` (cleaning the target: ${parked})`;
     } catch (err) {
       if (err instanceof Later) throw err;
       if (!(err instanceof DriverError && err.final)) throw err;
@@ -91,6 +116,7 @@ export function createMoveJob(deps: MovesDeps) {
     }
     // The source takes writes again when its final sync had frozen them (decision #211).
     const source = state.source_server_id ?? '';
+    const ask = caller(op, install);
     if (state.froze)
       try {
         await ask(
@@ -109,6 +135,7 @@ export function createMoveJob(deps: MovesDeps) {
       `The move was rolled back (${reason}): the install stays on server ${source}, which served it throughout${leftover}`,
       async () => ({ details: [['Target', inputOf(op, 'move_install').target_server_id]] }),
     );
+    await releaseArchives(op);
   }
 
   async function step(op: OperationRow) {
@@ -210,7 +237,8 @@ export function createMoveJob(deps: MovesDeps) {
     // at the switch: a clean-up that fails for good is reported, not rolled back.
     let cleaned = 'cleaned';
     try {
-      await ask('deprovision', 'deprovision', 'clean-source', source, ref);
+      const parked = await cleanUp(op, install, 'clean-source', source);
+      if (parked) cleaned = parked;
     } catch (err) {
       if (err instanceof Later || !(err instanceof DriverError && err.final)) throw err;
       cleaned = `not cleaned (${err.message}): remove the install's leftovers there by hand`;
@@ -222,6 +250,7 @@ export function createMoveJob(deps: MovesDeps) {
         ['Source', cleaned],
       ],
     }));
+    await releaseArchives(op);
   }
 
   const job: JobHandler<Payload> = {
@@ -253,6 +282,7 @@ export function createMoveJob(deps: MovesDeps) {
           ? `the install was moved to server ${inputOf(op, 'move_install').target_server_id} and serves there; cleaning the source failed: ${error}`
           : `the install stays on server ${state.source_server_id}; cleaning the target failed: ${error}`;
       await operations.fail(op.id, `The move ended: ${where}`, async () => undefined);
+      await releaseArchives(op);
     },
   };
   return job;

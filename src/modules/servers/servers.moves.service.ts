@@ -50,7 +50,10 @@ export interface MovesDeps {
     askOn(
       spec: CallSpec,
       at: { serverId: string; generation: number },
-    ): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date }>;
+      options?: { park?: boolean },
+    ): Promise<{ done: true; value: unknown } | { done: false; checkAt: Date; parked?: string }>;
+    /** Decision #215: the archives of a settled move's backups go. */
+    releaseArchives(prefix: string): Promise<void>;
   };
   /** Issue 21: the switch re-applies the install's routing (and certificates) on its new server. */
   requestRouting: (tx: Db, install: { id: string; account_id: string; status: string }) => Promise<void>;
@@ -282,6 +285,20 @@ export function createMovesService(deps: MovesDeps) {
 }
 
 export type MovesService = ReturnType<typeof createMovesService>;
+
+/**
+ * Issue 30 (decision #214): an install being moved is not deleted (409 naming the move): during a
+ * move two servers hold parts of it, and a delete must leave nothing of it on either. In the delete's
+ * transaction, the install's row locked (a move starts under the same lock).
+ */
+export async function refuseDeleteWhileMoving(tx: Db, install: { id: string; name: string }) {
+  const move = await repo.latestMove(tx, install.id);
+  if (move?.status !== 'queued' && move?.status !== 'in_progress') return;
+  const by = move.expected_at ? `, expected to end by ${move.expected_at.toISOString()}` : '';
+  throw Errors.conflict(
+    `Install ${install.name} is being moved to another hosting server (operation ${move.id}${by}): delete it once the move has ended, or ask the host to cancel the move`,
+  );
+}
 
 /** The install as the driver is told it. */
 export const moveRef = (install: MovedInstall): DriverInstallRef => ({

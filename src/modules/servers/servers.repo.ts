@@ -273,6 +273,15 @@ export async function callByKey(db: Db, method: string, key: string): Promise<Ca
   return row ?? null;
 }
 
+/** The ids of the backup calls whose key starts with `prefix` (a move's: `move:<operation>:`). */
+export async function backupCallIds(db: Db, prefix: string): Promise<string[]> {
+  const rows = await db
+    .select({ id: fleetCalls.id })
+    .from(fleetCalls)
+    .where(and(eq(fleetCalls.method, 'backup'), sql`starts_with(${fleetCalls.key}, ${prefix})`));
+  return rows.map((r) => r.id);
+}
+
 export async function callById(db: Db, id: string, lock = false): Promise<CallRow | null> {
   const query = db.select(callProjection).from(fleetCalls).where(eq(fleetCalls.id, id));
   const [row] = lock ? await query.for('update') : await query;
@@ -353,12 +362,14 @@ export async function moveAllows(
   installId: string,
   serverId: string,
   generation: number,
+  /** A clean-up of the move's (decision #213): allowed after the move settled too. */
+  settledToo = false,
 ): Promise<boolean> {
   const rows = await queryRows<{ id: string }>(
     db,
     sql`select o.id from ${operations} o
         where o.id = ${operationId}::uuid and o.install_id = ${installId}::uuid and o.type = 'move_install'
-          and o.status in ('queued', 'in_progress')
+          and (o.status in ('queued', 'in_progress') or ${settledToo})
           and ((o.input->>'target_server_id' = ${serverId}::text and (o.state->>'target_generation')::int = ${generation}::int)
             or (o.state->>'source_server_id' = ${serverId}::text and (o.state->>'source_generation')::int = ${generation}::int))`,
   );
@@ -459,6 +470,7 @@ export async function latestMove(db: Db, installId: string) {
       error: operations.error,
       created_at: operations.created_at,
       completed_at: operations.completed_at,
+      expected_at: operations.expected_at,
     })
     .from(operations)
     .where(and(eq(operations.install_id, installId), eq(operations.type, 'move_install')))
