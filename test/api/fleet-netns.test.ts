@@ -764,7 +764,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.ok([404, 409].includes(none.status), JSON.stringify(none.body));
   });
 
-  it('issue 30: a move under load (a request every 100 ms at the address the control plane gives): every answer 200 from one server or the other, no error window over 2 s; writes frozen (503, Retry-After) during the final sync only; stable_ips and a_records the new server; the source holds nothing of it', async () => {
+  it('issue 30: a move under load (a request every 100 ms at the address the control plane gives): every answer 200 from one server or the other, no error window over 2 s; writes frozen (503, Retry-After) and SSH logins refused during the final sync only; stable_ips and a_records the new server; the source holds nothing of it', async () => {
     const moved = onServer(0);
     assert.ok(moved);
     const id = moved.install.id as string;
