@@ -237,7 +237,14 @@ function documentIdempotency({ schema, url }: { schema?: Schema; url: string }) 
   // The errors of the key itself, in the shapes every route answers errors with (400: an invalid key).
   if (!response['400']) response['400'] = errorResponses(400)[400] as Schema;
   if (!response['422']) response['422'] = { ...ValidationErrorSchema, ...REUSED_DOC };
-  if (!response['409']) response['409'] = { ...ErrorSchema, ...IN_USE_DOC };
+  // A route's own 409 keeps its meaning, and says the key's too.
+  const conflict = response['409'];
+  response['409'] = conflict
+    ? {
+        ...conflict,
+        description: `${String(conflict.description ?? 'Conflict')}; or ${IN_USE_DOC.description.replace('Conflict: a', 'a')}`,
+      }
+    : { ...ErrorSchema, ...IN_USE_DOC };
   for (const [status, value] of Object.entries(response)) {
     const code = Number(status);
     if (code >= 500 || code === 401 || code === 429) continue;

@@ -3708,7 +3708,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict: a request with this Idempotency-Key is still running; retry after Retry-After */
+            /** @description Conflict; or a request with this Idempotency-Key is still running; retry after Retry-After */
             409: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -13623,7 +13623,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict; or a request with this Idempotency-Key is still running; retry after Retry-After */
             409: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -13924,7 +13924,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict; or a request with this Idempotency-Key is still running; retry after Retry-After */
             409: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -17129,7 +17129,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict; or a request with this Idempotency-Key is still running; retry after Retry-After */
             409: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -20065,6 +20065,8 @@ export interface operations {
                                 installs: number;
                                 /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
                                 drift?: string[];
+                                /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
+                                routing_missing?: string[];
                             } | null;
                             drain: {
                                 /** Format: uuid */
@@ -20220,6 +20222,8 @@ export interface operations {
                                 installs: number;
                                 /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
                                 drift?: string[];
+                                /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
+                                routing_missing?: string[];
                             } | null;
                             drain: {
                                 /** Format: uuid */
@@ -20427,6 +20431,8 @@ export interface operations {
                             installs: number;
                             /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
                             drift?: string[];
+                            /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
+                            routing_missing?: string[];
                         } | null;
                         drain: {
                             /** Format: uuid */
@@ -20593,7 +20599,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict; or a request with this Idempotency-Key is still running; retry after Retry-After */
             409: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -20740,6 +20746,8 @@ export interface operations {
                             installs: number;
                             /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
                             drift?: string[];
+                            /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
+                            routing_missing?: string[];
                         } | null;
                         drain: {
                             /** Format: uuid */
@@ -21111,6 +21119,8 @@ export interface operations {
                             installs: number;
                             /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
                             drift?: string[];
+                            /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
+                            routing_missing?: string[];
                         } | null;
                         drain: {
                             /** Format: uuid */
@@ -21639,7 +21649,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict; or a request with this Idempotency-Key is still running; retry after Retry-After */
             409: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -21841,7 +21851,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict; or a request with this Idempotency-Key is still running; retry after Retry-After */
             409: {
                 headers: {
                     /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
@@ -22130,6 +22140,8 @@ export interface operations {
                                 installs: number;
                                 /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
                                 drift?: string[];
+                                /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
+                                routing_missing?: string[];
                             } | null;
                             drain: {
                                 /** Format: uuid */
@@ -22414,6 +22426,8 @@ export interface operations {
                         installs: number;
                         /** @description Issue 30: what the agent's last reconcile found missing on the server (e.g. an install's server block), one line each */
                         drift?: string[];
+                        /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
+                        routing_missing?: string[];
                     };
                 };
             };
