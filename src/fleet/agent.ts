@@ -125,6 +125,9 @@ function writeCredential(file: string, credential: string) {
   fs.renameSync(temporary, file);
 }
 
+/** What an `exportArchive` call carries: the install and the snapshot of its backup (decision #225). */
+type ExportInput = { install: InstallRef; snapshot: Snapshot };
+
 /** Runs one call with the server's own driver (the method is checked against the list first). */
 function runCall(driver: HostingDriver, method: RemoteMethod, ctx: CallContext, input: unknown) {
   const call: Record<RemoteMethod, () => Promise<DriverResult<unknown>>> = {
@@ -137,6 +140,8 @@ function runCall(driver: HostingDriver, method: RemoteMethod, ctx: CallContext, 
     issueCertificate: () => driver.issueCertificate(ctx, input as never),
     applyRouting: () => driver.applyRouting(ctx, input as never),
     deprovision: () => driver.deprovision(ctx, input as InstallRef),
+    // Runs in the agent itself (it uploads to the control plane): see run().
+    exportArchive: () => Promise.reject(new Error("exportArchive is the agent's own (uploadArchive)")),
   };
   return call[method]();
 }
@@ -290,7 +295,18 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
           input,
           await driver.importBackup(install, snapshot, () => downloadArchive(archiveLink, call.id), signal),
         );
-      const result = await runCall(driver, call.method, { key: call.key, signal }, input);
+      // Issue 30 (decision #225): a backup's archive asked for its download goes to the control plane.
+      const exported = call.method === 'exportArchive' ? (input as ExportInput) : null;
+      const result = exported
+        ? {
+            done: true as const,
+            value: {
+              archive: (
+                await uploadArchive(archiveLink, driver, call.id, exported.install, exported.snapshot)
+              ).archive,
+            },
+          }
+        : await runCall(driver, call.method, { key: call.key, signal }, input);
       // A backup another server will read: its archive goes to the control plane before the report.
       const upload = (input as { upload_archive?: unknown } | null)?.upload_archive === true;
       const value =

@@ -1,4 +1,6 @@
+import type { Readable } from 'node:stream';
 import {
+  type ArchiveSource,
   type CallContext,
   DriverError,
   type DriverFile,
@@ -21,7 +23,17 @@ export interface FleetCallsPort {
   forgetAdminPassword(installId: string): Promise<void>;
   /** The server an install is placed on (null: not placed). */
   serverOf(installId: string): Promise<string | null>;
+  /** Issue 30 (decision #225): an archive an agent uploaded for a download; null when it is gone. */
+  openArchive(archive: {
+    id: string;
+    sha256: string;
+    bytes: number;
+  }): Promise<{ body: Readable; size: number } | null>;
 }
+
+/** How long a download waits for its archive to arrive from the install's server (decision #225). */
+const EXPORT_WAIT_MS = 120_000;
+const DAY_MS = 86_400_000;
 
 /** The calls an agent runs: the driver method, with the operation it is part of. */
 export const REMOTE_METHODS = {
@@ -34,6 +46,8 @@ export const REMOTE_METHODS = {
   issueCertificate: 'issue_certificate',
   applyRouting: 'apply_routing',
   deprovision: 'deprovision',
+  /** Issue 30 (decision #225): a backup's archive uploaded to the control plane for its download. */
+  exportArchive: 'backup',
 } as const satisfies Record<string, DriverOperation>;
 export type RemoteMethod = keyof typeof REMOTE_METHODS;
 
@@ -94,8 +108,46 @@ export function createRemoteDriver(calls: FleetCallsPort): HostingDriver {
     issueCertificate: (ctx, input) => ask('issueCertificate', ctx, input.install.id, input),
     applyRouting: (ctx, input) => ask('applyRouting', ctx, input.install.id, input),
     deprovision: (ctx, install: InstallRef) => ask('deprovision', ctx, install.id, install),
-    async exportArchive(): Promise<DriverFile> {
-      throw new DriverError('backup', 'archive downloads through an agent are not supported yet', true);
+    /**
+     * Issue 30 (decision #225): the install's agent uploads the backup's archive (the local driver's
+     * exportArchive, each artefact checked as it is read) to the control plane's store, where the
+     * download reads it (its SHA-256 checked again); one upload a day serves every download of it.
+     * The download waits for it up to EXPORT_WAIT_MS; past that, a retryable error.
+     */
+    async exportArchive(source: ArchiveSource): Promise<DriverFile> {
+      const spec = {
+        method: 'exportArchive',
+        operation: 'backup' as const,
+        // Uploaded once a day at most: the store's sweep removes archives older than a day.
+        key: `export:${source.backup.id}:${Math.floor(Date.now() / DAY_MS)}`,
+        installId: source.install.id,
+        input: { install: source.install, snapshot: source.backup.snapshot },
+      };
+      const deadline = Date.now() + EXPORT_WAIT_MS;
+      for (;;) {
+        const result = await calls.ask(spec);
+        if (result.done) {
+          const archive = (result.value as { archive?: { id: string; sha256: string; bytes: number } })
+            ?.archive;
+          const file = archive ? await calls.openArchive(archive) : null;
+          if (!file)
+            throw new DriverError('backup', "the backup's archive is no longer on the control plane", false);
+          return {
+            fileName: `${source.install.name}-${source.backup.id}.tar`,
+            contentType: 'application/x-tar',
+            body: file.body,
+            size: file.size,
+          };
+        }
+        if (Date.now() >= deadline)
+          throw new DriverError(
+            'backup',
+            "the archive is still on its way from the install's hosting server: try the link again in a minute",
+          );
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.min(1000, Math.max(100, result.checkAt.getTime() - Date.now()))),
+        );
+      }
     },
   };
 }

@@ -1,6 +1,7 @@
 // test-db: postgres (the subject is the hosting servers: agents, nginx, PHP-FPM and MariaDB in network namespaces)
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs, { existsSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -762,6 +763,48 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     );
     const none = await other.get(`/agent/v1/calls/${backup?.id}/archive`);
     assert.ok([404, 409].includes(none.status), JSON.stringify(none.body));
+  });
+
+  it("issue 30 (decision #225): a backup's archive of an install on a hosting server downloads through the control plane: the tar of its artefacts, checksums intact; the next download reuses the upload", async () => {
+    let found: { m: (typeof made)[number]; uri: string } | null = null;
+    for (const m of made) {
+      const list = await owner.client.get(`/v1/installs/${m.install.id}/archives`);
+      const first = (list.body.results as Json[] | undefined)?.[0];
+      if (first) {
+        found = { m, uri: String(first.download_uri) };
+        break;
+      }
+    }
+    assert.ok(found, 'an install with a completed backup');
+    const route = new URL(found.uri).pathname + new URL(found.uri).search;
+    const res = await t.anonymous.get(route);
+    assert.equal(res.status, 200, res.raw.body);
+    assert.equal(res.headers['content-type'], 'application/x-tar');
+    assert.equal(Number(res.headers['content-length']), res.raw.rawPayload.length);
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-archive-'));
+    try {
+      fs.writeFileSync(path.join(out, 'a.tar'), res.raw.rawPayload);
+      execFileSync('tar', ['-xf', path.join(out, 'a.tar'), '-C', out]);
+      const manifest = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+      const sha = (name: string) =>
+        createHash('sha256')
+          .update(fs.readFileSync(path.join(out, name)))
+          .digest('hex');
+      assert.equal(sha('files.tar.gz'), manifest.files.sha256);
+      assert.equal(sha('database.sql'), manifest.database.sha256);
+      assert.equal(manifest.install_id, found.m.install.id);
+    } finally {
+      fs.rmSync(out, { recursive: true, force: true });
+    }
+    const again = await t.anonymous.get(route);
+    assert.equal(again.status, 200);
+    assert.equal(Buffer.compare(again.raw.rawPayload, res.raw.rawPayload), 0);
+    const server = hosting.servers[found.m.server];
+    assert.ok(server);
+    const uploads = agentOutput(server).match(
+      new RegExp(`call exportArchive of install ${found.m.install.id}: done`, 'g'),
+    );
+    assert.equal(uploads?.length, 1, 'one upload for both downloads');
   });
 
   it('issue 30: a move under load (a request every 100 ms at the address the control plane gives): every answer 200 from one server or the other, no error window over 2 s; writes frozen (503, Retry-After) and SSH logins refused during the final sync only; stable_ips and a_records the new server; the source holds nothing of it', async () => {

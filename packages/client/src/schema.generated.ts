@@ -17320,6 +17320,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid response from an upstream server */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        documentation_url?: string;
+                    };
+                };
+            };
             /** @description Service unavailable */
             503: {
                 headers: {

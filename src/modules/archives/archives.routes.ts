@@ -80,7 +80,7 @@ export function archiveDownloadRoutes({ services }: RouteContext): RoutesPlugin 
           security: [],
           params: DownloadParams,
           querystring: DownloadQuery,
-          response: { 200: ArchiveFileSchema, ...errorResponses(400, 403, 404) },
+          response: { 200: ArchiveFileSchema, ...errorResponses(400, 403, 404, 502) },
         },
         config: { resource: 'archive' },
       },

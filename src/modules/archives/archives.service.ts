@@ -2,7 +2,7 @@ import type { Caller } from '../../auth/access.js';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/client.js';
 import type { Page } from '../../db/page.js';
-import { type HostingDriver, installRef, type Snapshot } from '../../drivers/driver.js';
+import { DriverError, type HostingDriver, installRef, type Snapshot } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
 import type { Signer } from '../../secrets.js';
 import type { InstallsService } from '../installs/installs.service.js';
@@ -71,15 +71,22 @@ export function createArchivesService({ db, clock, installs, driver, signer }: A
       if (!row || !install || row.status !== 'completed' || !row.snapshot || !row.complete_time) {
         throw Errors.notFound();
       }
-      return driver.exportArchive({
-        install: installRef(install),
-        backup: {
-          id: row.id,
-          description: row.description,
-          completed_at: row.complete_time,
-          snapshot: row.snapshot as Snapshot,
-        },
-      });
+      try {
+        return await driver.exportArchive({
+          install: installRef(install),
+          backup: {
+            id: row.id,
+            description: row.description,
+            completed_at: row.complete_time,
+            snapshot: row.snapshot as Snapshot,
+          },
+        });
+      } catch (err) {
+        // Issue 30 (decision #225): on a fleet the archive comes from the install's hosting server.
+        if (!(err instanceof DriverError)) throw err;
+        if (!err.final) throw Errors.busy(`The archive is not ready: ${err.message}`, 30);
+        throw Errors.badUpstream(`The install's hosting server could not make the archive: ${err.message}`);
+      }
     },
   };
 }

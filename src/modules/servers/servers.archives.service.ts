@@ -21,6 +21,8 @@ interface ArchiveMeta {
 }
 
 const SHA256 = /^[0-9a-f]{64}$/;
+/** The calls whose agent uploads an archive: a backup another server reads, a backup's download (#225). */
+const UPLOADS = new Set(['backup', 'exportArchive']);
 
 /**
  * Issue 30 (decision #195): backups' archives crossing hosting servers through the control plane.
@@ -53,7 +55,7 @@ export function createArchiveStore({
     const call = await repo.callById(db, callId);
     if (!call) throw Errors.notFound();
     if (call.server_id !== serverId) throw Errors.forbidden();
-    if (call.method !== 'backup' || call.state !== 'queued')
+    if (!UPLOADS.has(call.method) || call.state !== 'queued')
       throw Errors.conflict(`Call ${callId} is not a backup this server is running`);
     return call;
   }
@@ -71,6 +73,25 @@ export function createArchiveStore({
     if (call.method === 'restore')
       return { snapshot: input?.snapshot ?? null, installId: input?.install?.id ?? null };
     return { snapshot: null, installId: null };
+  }
+
+  /** A stored archive streamed and hashed on the way (a mismatch fails the stream: the download ends short). */
+  async function streamChecked(id: string, meta: ArchiveMeta) {
+    const { O_RDONLY, O_NOFOLLOW } = fsConstants;
+    const handle = await fs.open(file(id, 'tar'), O_RDONLY | O_NOFOLLOW);
+    const hash = createHash('sha256');
+    const checked = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        hash.update(chunk);
+        done(null, chunk);
+      },
+      flush(done) {
+        done(hash.digest('hex') === meta.sha256 ? null : new Error('the stored archive fails its checksum'));
+      },
+    });
+    const stream = handle.createReadStream({ highWaterMark: 256 * 1024 });
+    stream.on('error', (err) => checked.destroy(err));
+    return { body: stream.pipe(checked), size: meta.bytes, fileName: `${id}.tar` };
   }
 
   return {
@@ -133,23 +154,20 @@ export function createArchiveStore({
       if (!meta) throw Errors.notFound();
       if (meta.sha256 !== archive.sha256 || meta.bytes !== archive.bytes)
         throw Errors.conflict(`The archive of backup ${archive.id} is not the one its snapshot names`);
-      const { O_RDONLY, O_NOFOLLOW } = fsConstants;
-      const handle = await fs.open(file(archive.id, 'tar'), O_RDONLY | O_NOFOLLOW);
-      const hash = createHash('sha256');
-      const checked = new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          hash.update(chunk);
-          done(null, chunk);
-        },
-        flush(done) {
-          done(
-            hash.digest('hex') === meta.sha256 ? null : new Error('the stored archive fails its checksum'),
-          );
-        },
-      });
-      const stream = handle.createReadStream({ highWaterMark: 256 * 1024 });
-      stream.on('error', (err) => checked.destroy(err));
-      return { body: stream.pipe(checked), size: meta.bytes, fileName: `${archive.id}.tar` };
+      return streamChecked(archive.id, meta);
+    },
+
+    /**
+     * Issue 30 (decision #225): a backup's archive an agent uploaded for its download (an
+     * `exportArchive` call), for the control plane itself; null when it is gone (swept) or is not the
+     * one the call's result names.
+     */
+    async openExport(archive: { id: string; sha256: string; bytes: number }) {
+      const meta = JSON.parse(
+        await fs.readFile(file(archive.id, 'json'), 'utf8').catch(() => 'null'),
+      ) as ArchiveMeta | null;
+      if (!meta || meta.sha256 !== archive.sha256 || meta.bytes !== archive.bytes) return null;
+      return streamChecked(archive.id, meta).catch(() => null);
     },
 
     /**
@@ -182,11 +200,14 @@ export function createArchiveStore({
 
     /** The archive a settled copy or restore call fed on goes (and a backup's upload left unfinished). */
     async release(call: repo.CallRow) {
-      const ids = [call.method === 'backup' ? call.id : fedBy(call).snapshot?.archive?.id].filter(
+      // An upload's call settled: only what it left unfinished; a download's archive stays for the
+      // next downloads until the sweep (decision #225).
+      const uploads = UPLOADS.has(call.method);
+      const ids = [uploads ? call.id : fedBy(call).snapshot?.archive?.id].filter(
         (id): id is string => typeof id === 'string' && /^[0-9a-f-]{36}$/.test(id),
       );
       for (const id of ids)
-        for (const ext of call.method === 'backup' ? (['part'] as const) : (['part', 'tar', 'json'] as const))
+        for (const ext of uploads ? (['part'] as const) : (['part', 'tar', 'json'] as const))
           await fs.rm(file(id, ext), { force: true });
     },
   };

@@ -318,6 +318,9 @@ export function createFleetCalls({
 
     serverOf: async (installId: string) => (await repo.placementOf(db, installId))?.server_id ?? null,
 
+    /** Issue 30 (decision #225): the archive an `exportArchive` call's agent uploaded, or null when gone. */
+    openArchive: (archive: { id: string; sha256: string; bytes: number }) => archives.openExport(archive),
+
     /**
      * An agent's fetch: up to `max` calls of its own server's queue, waiting up to `waitSeconds`
      * (bounded by FLEET_FETCH_WAIT_SECONDS) for one. A call already settled, or of a placement
