@@ -11,6 +11,7 @@ import { queryRows } from '../../src/db/client.js';
 import { openConfiguredDatabase } from '../../src/main.js';
 import { createArchiveStore } from '../../src/modules/servers/servers.archives.service.js';
 import { factories } from '../support/factories.js';
+import { agentTestTools } from '../support/fleet-agents.js';
 import { buildTestApp, INSTANT_DURATIONS, type Json, uniqueName } from '../support/harness.js';
 import { type Running, runCli } from '../support/process.js';
 import { type CutMode, startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -60,29 +61,7 @@ async function startAgent(name: string, token?: string) {
   return agent;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 90_000) {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() - started > ms) {
-      const outputs = [...running].map((a) => a.output().slice(-3000)).join('\n---\n');
-      throw new Error(
-        `timed out waiting for ${what}; agents:\n${outputs}\njobs:\n${JSON.stringify(t.jobLog.slice(-5))}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Moves the control plane's clock past the remote driver's ask-again and runs the due jobs. */
-async function tick() {
-  t.clock.advance(2500);
-  await t.runJobs();
-}
-
-const operationIdOf = (res: { headers: Record<string, unknown> }) =>
-  /operations\/([0-9a-f-]{36})/.exec(String(res.headers.location))?.[1] ?? '';
+const { until, tick, operationIdOf } = agentTestTools(t, running);
 
 const servers = new Map<string, Json>();
 const region = uniqueName('r-');

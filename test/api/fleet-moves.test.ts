@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { factories } from '../support/factories.js';
+import { agentTestTools } from '../support/fleet-agents.js';
 import { buildTestApp, INSTANT_DURATIONS, type Json, uniqueName } from '../support/harness.js';
 import { type Running, runCli } from '../support/process.js';
 
@@ -41,33 +42,7 @@ function startAgent(name: string, token?: string) {
   return agent;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 90_000) {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value) {
-      const took = Date.now() - started;
-      if (took > 10_000) console.log(`# ${what}: ${took} ms`);
-      return value;
-    }
-    if (Date.now() - started > ms) {
-      const outputs = [...running].map((a) => a.output().slice(-3000)).join('\n---\n');
-      throw new Error(
-        `timed out waiting for ${what}; agents:\n${outputs}\njobs:\n${JSON.stringify(t.jobLog.slice(-5))}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** Moves the control plane's clock past the remote driver's ask-again and runs the due jobs. */
-async function tick() {
-  t.clock.advance(2500);
-  await t.runJobs();
-}
-
-const operationIdOf = (res: { headers: Record<string, unknown> }) =>
-  /operations\/([0-9a-f-]{36})/.exec(String(res.headers.location))?.[1] ?? '';
+const { until, tick, operationIdOf } = agentTestTools(t, running, 200);
 
 /** Ticks until the operation has ended; its record. */
 async function ended(operationId: string, what: string) {
