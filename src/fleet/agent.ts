@@ -128,9 +128,12 @@ function writeCredential(file: string, credential: string) {
 /** What an `exportArchive` call carries: the install and the snapshot of its backup (decision #225). */
 type ExportInput = { install: InstallRef; snapshot: Snapshot };
 
+/** The calls the driver runs (an `exportArchive` is the agent's own: it uploads, see run()). */
+type DriverMethod = Exclude<RemoteMethod, 'exportArchive'>;
+
 /** Runs one call with the server's own driver (the method is checked against the list first). */
-function runCall(driver: HostingDriver, method: RemoteMethod, ctx: CallContext, input: unknown) {
-  const call: Record<RemoteMethod, () => Promise<DriverResult<unknown>>> = {
+function runCall(driver: HostingDriver, method: DriverMethod, ctx: CallContext, input: unknown) {
+  const call: Record<DriverMethod, () => Promise<DriverResult<unknown>>> = {
     provision: () => driver.provision(ctx, input as InstallRef),
     copy: () => driver.copy(ctx, input as never),
     backup: () => driver.backup(ctx, input as InstallRef),
@@ -140,8 +143,6 @@ function runCall(driver: HostingDriver, method: RemoteMethod, ctx: CallContext, 
     issueCertificate: () => driver.issueCertificate(ctx, input as never),
     applyRouting: () => driver.applyRouting(ctx, input as never),
     deprovision: () => driver.deprovision(ctx, input as InstallRef),
-    // Runs in the agent itself (it uploads to the control plane): see run().
-    exportArchive: () => Promise.reject(new Error("exportArchive is the agent's own (uploadArchive)")),
   };
   return call[method]();
 }
@@ -270,6 +271,12 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
     return false;
   }
 
+  /** An `exportArchive` call: the backup's archive uploaded under the call's id; answers where it is. */
+  async function exportArchive(callId: string, { install, snapshot }: ExportInput) {
+    const uploaded = await uploadArchive(archiveLink, driver, callId, install, snapshot);
+    return { done: true as const, value: { archive: uploaded.archive } };
+  }
+
   async function run(call: Call) {
     const install = call.envelope.install_id;
     const seen = generations.get(install) ?? 0;
@@ -296,17 +303,10 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
           await driver.importBackup(install, snapshot, () => downloadArchive(archiveLink, call.id), signal),
         );
       // Issue 30 (decision #225): a backup's archive asked for its download goes to the control plane.
-      const exported = call.method === 'exportArchive' ? (input as ExportInput) : null;
-      const result = exported
-        ? {
-            done: true as const,
-            value: {
-              archive: (
-                await uploadArchive(archiveLink, driver, call.id, exported.install, exported.snapshot)
-              ).archive,
-            },
-          }
-        : await runCall(driver, call.method, { key: call.key, signal }, input);
+      const result =
+        call.method === 'exportArchive'
+          ? await exportArchive(call.id, input as ExportInput)
+          : await runCall(driver, call.method, { key: call.key, signal }, input);
       // A backup another server will read: its archive goes to the control plane before the report.
       const upload = (input as { upload_archive?: unknown } | null)?.upload_archive === true;
       const value =

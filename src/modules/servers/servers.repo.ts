@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, isNotNull, or, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNotNull, or, sql } from 'drizzle-orm';
 import { type Db, queryRows, type RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
 import { accounts, fleetCalls, installPlacements, installs, operations, servers } from '../../db/schema.js';
@@ -487,10 +487,7 @@ export async function lockPlacedOn(tx: Db, serverId: string, installIds: string[
     sql`select ${installs.id} as id, ${installs.account_id} as account_id, ${installs.status} as status
         from ${installs} join ${installPlacements} on ${installPlacements.install_id} = ${installs.id}
         where ${installPlacements.server_id} = ${serverId}
-          and ${installs.id} in (${sql.join(
-            installIds.map((id) => sql`${id}`),
-            sql`, `,
-          )})
+          and ${inArray(installs.id, installIds)}
         order by ${installs.id} for update of ${installs}`,
   );
 }

@@ -57,7 +57,6 @@ export type Decision = {
 /** The most installs one round of the login sync handles (decision 185). */
 const MAX_LOGINS = 50_000;
 
-/** Whether `fingerprint` (and, at a key lookup, its public key) opens the install `login` names now. */
 /** The answer for a login that names no install, or a key that opens nothing known. */
 export const NO_DECISION: Readonly<Decision> = Object.freeze({
   allowed: false,
@@ -68,6 +67,7 @@ export const NO_DECISION: Readonly<Decision> = Object.freeze({
   fullAccess: false,
 });
 
+/** Whether `fingerprint` (and, at a key lookup, its public key) opens the install `login` names now. */
 export async function decideLogin(
   db: Db,
   login: string,
