@@ -128,8 +128,18 @@ async function move(installId: string, to: string) {
 }
 
 const STEPS_COUNT = 8;
-/** Two scenarios per step, the delete and the copy's source. */
-const pool = await installsOnA(2 * STEPS_COUNT + 2);
+/**
+ * Each step is cut in every run. `npm run test:fleet-faults` (FLEET_FAULTS_ALL=1) tries both endings
+ * at every step (the link returns; it stays cut past the bound); `npm test` one ending per step, the
+ * two alternating along the steps from FLEET_FAULTS_SEED (default: the UTC day), so two days' runs
+ * cover both at every step (the suite's budget, docs/decisions.md #230). A failure names its seed.
+ */
+const ALL_ENDINGS = process.env.FLEET_FAULTS_ALL === '1';
+const SEED = Number(process.env.FLEET_FAULTS_SEED ?? Math.floor(Date.now() / 86_400_000));
+const endingsAt = (index: number): ('returns' | 'silent')[] =>
+  ALL_ENDINGS ? ['returns', 'silent'] : [(index + SEED) % 2 === 0 ? 'returns' : 'silent'];
+/** A scenario per ending of each step, the delete and the copy's source. */
+const pool = await installsOnA((ALL_ENDINGS ? 2 : 1) * STEPS_COUNT + 2);
 function installOn(server: 'a') {
   const id = pool.shift();
   assert.ok(id && server === 'a', 'an install of the pool');
@@ -326,11 +336,16 @@ async function holdings() {
 }
 
 describe('issue 30: the network cut at each step of a move', () => {
-  let n = 0;
-  for (const [step, side] of STEPS)
+  let n = SEED;
+  for (const [index, [step, side]] of STEPS.entries())
     it(`issue 30: the ${side}'s link cut at ${step}: the link returns and the move completes, or it stays cut past FLEET_SILENT_FAIL_SECONDS and the move rolls back (completes after the switch); one server holds the install, active`, async () => {
-      await cutDuring(step, side, 'returns', MODES[n++ % MODES.length] as CutMode);
-      await cutDuring(step, side, 'silent', MODES[n++ % MODES.length] as CutMode);
+      for (const ending of endingsAt(index)) {
+        const mode = MODES[n++ % MODES.length] as CutMode;
+        await cutDuring(step, side, ending, mode).catch((err: Error) => {
+          err.message = `FLEET_FAULTS_SEED=${SEED}: ${err.message}`;
+          throw err;
+        });
+      }
     });
 
   it('issue 30 (decision 214): deleting an install while it is being moved is a 409 naming the move (dry run too); once the move has ended the delete removes it from its new server, and no server holds it', async () => {

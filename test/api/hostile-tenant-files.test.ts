@@ -287,7 +287,9 @@ describe('hostile tenant files (issue 28)', {
   });
 
   it('issue 28 finding 3: a process of A swapping its directories for links to a root-owned directory while the driver deletes its old tree changes nothing outside', async () => {
-    const ROUNDS = 6;
+    // Each round races a restore (its racer a busy PHP process): `npm test` runs 2, `npm run
+    // test:hostile` 12 (HOSTILE_RACE_ROUNDS; the suite's budget, docs/decisions.md #230).
+    const ROUNDS = Number(process.env.HOSTILE_RACE_ROUNDS ?? 2);
     const DIRS = 60;
     const old = `${a.public}.old`;
     // The racer (A's PHP): whenever the old tree exists, each dN in it is renamed away and replaced by
