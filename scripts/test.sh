@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 mode="${1:-all}"
 export TEST_PG_URL="${TEST_PG_URL:-postgres://postgres@127.0.0.1:5432}"
 # API test files at once, both databases' files together. 4 on 2 cores: the files wait on timers,
-# child processes, PostgreSQL and polling much of the time (docs/decisions.md, the suite's wall time).
+# child processes, PostgreSQL and polling much of the time (docs/decisions.md, the suite's wall time);
+# run-files.ts starts more (up to TEST_MAX_CONCURRENCY, 8) while a quarter of the cores stay idle (#231).
 concurrency="${TEST_CONCURRENCY:-4}"
 export TEST_RUN_ID="${TEST_RUN_ID:-r$$}"
 
@@ -218,7 +219,7 @@ summary() {
 run_unit() {
   mapfile -t files < <(find src test/unit -name '*.test.ts' 2>/dev/null | sort)
   [ "${#files[@]}" -eq 0 ] && return 0
-  TEST_CONCURRENCY=1 TEST_LOG_DIR="$logdir" node --import tsx test/support/run-files.ts --db none "${files[@]}"
+  TEST_CONCURRENCY=1 TEST_MAX_CONCURRENCY=1 TEST_LOG_DIR="$logdir" node --import tsx test/support/run-files.ts --db none "${files[@]}"
 }
 
 # The test processes run JavaScript compiled from src/ and test/ (scripts/compile-tests.mjs, about a
