@@ -771,6 +771,25 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.ok([404, 409].includes(none.status), JSON.stringify(none.body));
   });
 
+  /** A backup's downloaded archive: the tar of its artefacts, each matching the manifest's checksum. */
+  function assertBackupTar(payload: Buffer, installId: string) {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-archive-'));
+    try {
+      fs.writeFileSync(path.join(out, 'a.tar'), payload);
+      execFileSync('tar', ['-xf', path.join(out, 'a.tar'), '-C', out]);
+      const manifest = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+      const sha = (name: string) =>
+        createHash('sha256')
+          .update(fs.readFileSync(path.join(out, name)))
+          .digest('hex');
+      assert.equal(sha('files.tar.gz'), manifest.files.sha256);
+      assert.equal(sha('database.sql'), manifest.database.sha256);
+      assert.equal(manifest.install_id, installId);
+    } finally {
+      fs.rmSync(out, { recursive: true, force: true });
+    }
+  }
+
   it("issue 30 (decision #225): a backup's archive of an install on a hosting server downloads through the control plane: the tar of its artefacts, checksums intact; the next download reuses the upload", async () => {
     let found: { m: (typeof made)[number]; uri: string } | null = null;
     // Server 2's agent was revoked and stopped above: only a server whose agent runs can upload.
@@ -788,21 +807,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.equal(res.status, 200, res.raw.body);
     assert.equal(res.headers['content-type'], 'application/x-tar');
     assert.equal(Number(res.headers['content-length']), res.raw.rawPayload.length);
-    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-archive-'));
-    try {
-      fs.writeFileSync(path.join(out, 'a.tar'), res.raw.rawPayload);
-      execFileSync('tar', ['-xf', path.join(out, 'a.tar'), '-C', out]);
-      const manifest = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
-      const sha = (name: string) =>
-        createHash('sha256')
-          .update(fs.readFileSync(path.join(out, name)))
-          .digest('hex');
-      assert.equal(sha('files.tar.gz'), manifest.files.sha256);
-      assert.equal(sha('database.sql'), manifest.database.sha256);
-      assert.equal(manifest.install_id, found.m.install.id);
-    } finally {
-      fs.rmSync(out, { recursive: true, force: true });
-    }
+    assertBackupTar(res.raw.rawPayload, found.m.install.id as string);
     const again = await t.anonymous.get(route);
     assert.equal(again.status, 200);
     assert.equal(Buffer.compare(again.raw.rawPayload, res.raw.rawPayload), 0);
@@ -813,6 +818,10 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     );
     assert.equal(uploads?.length, 1, 'one upload for both downloads');
   });
+
+  /** The operation a 202 answer's Location names. */
+  const operationIdOf = (res: { headers: Record<string, unknown> }) =>
+    /operations\/([0-9a-f-]{36})/.exec(String(res.headers.location))?.[1] ?? '';
 
   /**
    * Decision #226: a file written in the install on server 0, a backup of it taken, then the file
@@ -882,21 +891,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     const uri = new URL(String(archive.download_uri));
     const res = await t.anonymous.get(uri.pathname + uri.search);
     assert.equal(res.status, 200, res.raw.body);
-    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-carried-'));
-    try {
-      fs.writeFileSync(path.join(out, 'a.tar'), res.raw.rawPayload);
-      execFileSync('tar', ['-xf', path.join(out, 'a.tar'), '-C', out]);
-      const manifest = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
-      const sha = (name: string) =>
-        createHash('sha256')
-          .update(fs.readFileSync(path.join(out, name)))
-          .digest('hex');
-      assert.equal(sha('files.tar.gz'), manifest.files.sha256);
-      assert.equal(sha('database.sql'), manifest.database.sha256);
-      assert.equal(manifest.install_id, id);
-    } finally {
-      fs.rmSync(out, { recursive: true, force: true });
-    }
+    assertBackupTar(res.raw.rawPayload, id);
   }
 
   it('issue 30: a move under load (a request every 100 ms at the address the control plane gives): every answer 200 from one server or the other, no error window over 2 s; writes frozen (503, Retry-After) and SSH logins refused during the final sync only; stable_ips and a_records the new server; the source holds nothing of it', async () => {
