@@ -250,6 +250,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     operations,
     installs,
     calls: fleetCalls,
+    backups,
     requestRouting,
     routingOf: createRoutingState(routingState),
     estimateSeconds: (operation: Parameters<HostingDriver['estimateSeconds']>[0]) =>

@@ -253,12 +253,15 @@ export interface HostingDriver {
    * this one for `installId`, from its archive (`open` streams it); answers the snapshot as this
    * server holds it (its `location` here). Checked: the archive's SHA-256, and each artefact against
    * the snapshot's checksums. Optional: a driver whose backups need no files (the simulated one).
+   * `keep`: the backup is the install's for good (a move carried it, decision #226), not a one-use
+   * import that the restore or copy it feeds removes.
    */
   importBackup?(
     installId: string,
     snapshot: Snapshot,
     open: () => Promise<Readable>,
     signal: AbortSignal,
+    options?: { keep?: boolean },
   ): Promise<Snapshot>;
   /** listArchives: the downloadable export of a completed backup, served by its signed download link. */
   exportArchive(source: ArchiveSource): Promise<DriverFile>;

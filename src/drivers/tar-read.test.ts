@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { DriverError } from './driver.js';
 import { tarOf, tarStream } from './tar.js';
 import { extractTar } from './tar-read.js';
 
@@ -73,5 +74,24 @@ describe('issue 30: a backup archive read as it arrives (drivers/tar-read.ts)', 
     );
     assert.equal(fs.readlinkSync(path.join(dir, 'manifest.json')), '/etc/hostname');
     fs.rmSync(dir, { recursive: true });
+  });
+
+  it('issue 30 (decision 227): an artefact that does not match its checksum fails the archive with a final DriverError (a move carrying that backup fails at once, naming it)', async () => {
+    const content = Buffer.from('not what the manifest says');
+    const body = tarStream([
+      {
+        name: 'database.sql',
+        size: content.length,
+        mtime: new Date(),
+        content: Readable.from([content]),
+        sha256: '0'.repeat(64),
+      },
+    ]);
+    await assert.rejects(collect(body), (err: unknown) => {
+      assert.ok(err instanceof DriverError, String(err));
+      assert.equal(err.final, true);
+      assert.match(err.message, /database\.sql does not match its checksum/);
+      return true;
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { DriverError } from './driver.js';
 
 /**
  * One file of a tar archive: its bytes, or a stream of exactly `size` bytes (read as the archive is;
@@ -92,7 +93,9 @@ export function tarStream(entries: readonly TarEntry[]): Readable {
             `tar: ${entry.name} changed while it was archived (${sent} of ${entry.size} bytes)`,
           );
         if (hash && hash.digest('hex') !== entry.sha256)
-          throw new Error(`tar: ${entry.name} does not match its checksum`);
+          // Final: reading the same bytes again gives the same sum (a move carrying the backup fails
+          // at once, naming it, decision #227).
+          throw new DriverError('backup', `tar: ${entry.name} does not match its checksum`, true);
         const pad = padding(entry.size);
         if (pad > 0) yield Buffer.alloc(pad, 0);
       }

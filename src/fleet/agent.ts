@@ -128,8 +128,8 @@ function writeCredential(file: string, credential: string) {
 /** What an `exportArchive` call carries: the install and the snapshot of its backup (decision #225). */
 type ExportInput = { install: InstallRef; snapshot: Snapshot };
 
-/** The calls the driver runs (an `exportArchive` is the agent's own: it uploads, see run()). */
-type DriverMethod = Exclude<RemoteMethod, 'exportArchive'>;
+/** The calls the driver runs (`exportArchive` and `adoptBackup` are the agent's own, see run()). */
+type DriverMethod = Exclude<RemoteMethod, 'exportArchive' | 'adoptBackup'>;
 
 /** Runs one call with the server's own driver (the method is checked against the list first). */
 function runCall(driver: HostingDriver, method: DriverMethod, ctx: CallContext, input: unknown) {
@@ -277,6 +277,33 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
     return { done: true as const, value: { archive: uploaded.archive } };
   }
 
+  /**
+   * An `adoptBackup` call (decision #226): the backup a move carries, downloaded from the control plane
+   * and kept here for good; answers the snapshot as this server holds it, without the archive (a
+   * later restore reads it here, it downloads nothing). A driver without files (simulated): as is.
+   */
+  async function adoptBackup(callId: string, installId: string, { snapshot }: ExportInput) {
+    const { archive: _archive, ...rest } = snapshot;
+    if (!driver.importBackup || !snapshot.archive) return { done: true as const, value: rest };
+    const kept = await driver.importBackup(
+      installId,
+      snapshot,
+      () => downloadArchive(archiveLink, callId),
+      signal,
+      { keep: true },
+    );
+    const { archive: _imported, ...held } = kept;
+    return { done: true as const, value: held };
+  }
+
+  /** The agent's own calls (not the driver's), or the driver's. */
+  function runOwn(call: Call & { method: RemoteMethod }, input: unknown) {
+    if (call.method === 'exportArchive') return exportArchive(call.id, input as ExportInput);
+    if (call.method === 'adoptBackup')
+      return adoptBackup(call.id, call.envelope.install_id, input as ExportInput);
+    return runCall(driver, call.method, { key: call.key, signal }, input);
+  }
+
   async function run(call: Call) {
     const install = call.envelope.install_id;
     const seen = generations.get(install) ?? 0;
@@ -303,10 +330,7 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
           await driver.importBackup(install, snapshot, () => downloadArchive(archiveLink, call.id), signal),
         );
       // Issue 30 (decision #225): a backup's archive asked for its download goes to the control plane.
-      const result =
-        call.method === 'exportArchive'
-          ? await exportArchive(call.id, input as ExportInput)
-          : await runCall(driver, call.method, { key: call.key, signal }, input);
+      const result = await runOwn({ ...call, method: call.method }, input);
       // A backup another server will read: its archive goes to the control plane before the report.
       const upload = (input as { upload_archive?: unknown } | null)?.upload_archive === true;
       const value =

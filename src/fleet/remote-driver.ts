@@ -48,6 +48,11 @@ export const REMOTE_METHODS = {
   deprovision: 'deprovision',
   /** Issue 30 (decision #225): a backup's archive uploaded to the control plane for its download. */
   exportArchive: 'backup',
+  /**
+   * Issue 30 (decision #226): a backup a move carries, kept on the target from the archive its source
+   * exported; answers the snapshot as the target holds it.
+   */
+  adoptBackup: 'backup',
 } as const satisfies Record<string, DriverOperation>;
 export type RemoteMethod = keyof typeof REMOTE_METHODS;
 

@@ -226,6 +226,55 @@ describe('issue 30: moving installs between servers', () => {
     assert.equal(count('a', new RegExp(id, 'g')), before, 'the source was handed neither');
   });
 
+  it('issue 30 (decision 226): backups taken before and during a move are carried to the target: listed after it, each restores there, the source cleaned', async () => {
+    const install = await installOn('a', 'production');
+    const id = install.id as string;
+    await backupCompletes(id, 'before the move');
+    const opId = await move(id, 'b');
+    // A customer's backup while the move runs (a read: it does not wait for the move). Wherever it
+    // lands (carried with the others, or the switch waiting for it), it must survive the move.
+    const during = await owner.client.post(`/v1/installs/${id}/backups`, {
+      description: 'during the move',
+      notification_emails: [],
+    });
+    assert.equal(during.status, 202, JSON.stringify(during.body));
+    const done = await ended(opId, 'the move with backups');
+    assert.equal(done.move.status, 'completed', JSON.stringify(done));
+    assert.equal(done.server.id, serverId('b'));
+    const duringOp = (await owner.client.get(`/v1/operations/${operationIdOf(during)}`)).body;
+    assert.equal(duringOp.status, 'completed', 'the backup taken during the move ended before the switch');
+    // Each backup exported once by the source and kept once by the target.
+    const listed = (await owner.client.get(`/v1/installs/${id}/backups`)).body.results as Json[];
+    const taken = listed.filter((b) =>
+      ['before the move', 'during the move'].includes(String(b.description)),
+    );
+    assert.deepEqual(taken.map((b) => b.status).sort(), ['completed', 'completed'], JSON.stringify(listed));
+    assert.equal(count('a', new RegExp(`call exportArchive of install ${id}: done`, 'g')), 2);
+    assert.equal(count('b', new RegExp(`call adoptBackup of install ${id}: done`, 'g')), 2);
+    assert.equal(count('a', new RegExp(`call deprovision of install ${id}: done`, 'g')), 1);
+    // Each restores on the new server (the source holds nothing of the install any more).
+    const before = count('a', new RegExp(id, 'g'));
+    for (const backup of taken) {
+      const restore = await owner.client.post(`/v1/installs/${id}/backups/${backup.id}/restore`, {
+        notification_emails: [],
+        create_checkpoint: false,
+      });
+      assert.equal(restore.status, 202, JSON.stringify(restore.body));
+      const op = await until(`the restore of ${backup.description}`, async () => {
+        await tick();
+        const got = (await owner.client.get(`/v1/operations/${operationIdOf(restore)}`)).body;
+        return ['completed', 'failed'].includes(got.status) && got;
+      });
+      assert.equal(op.status, 'completed', JSON.stringify(op));
+    }
+    assert.equal(
+      count('b', new RegExp(`call restore of install ${id}: done`, 'g')),
+      4,
+      'two for the move, two after',
+    );
+    assert.equal(count('a', new RegExp(id, 'g')), before, 'nothing more reached the source');
+  });
+
   it('issue 30: a cancelled move rolls back and the source keeps serving; cancel without a move is a 409', async () => {
     const install = await installOn('a', 'staging');
     const none = await t.admin.post(`/admin/v1/installs/${install.id}/move/cancel`);

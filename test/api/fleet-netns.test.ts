@@ -771,6 +771,25 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.ok([404, 409].includes(none.status), JSON.stringify(none.body));
   });
 
+  /** A backup's downloaded archive: the tar of its artefacts, each matching the manifest's checksum. */
+  function assertBackupTar(payload: Buffer, installId: string) {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-archive-'));
+    try {
+      fs.writeFileSync(path.join(out, 'a.tar'), payload);
+      execFileSync('tar', ['-xf', path.join(out, 'a.tar'), '-C', out]);
+      const manifest = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+      const sha = (name: string) =>
+        createHash('sha256')
+          .update(fs.readFileSync(path.join(out, name)))
+          .digest('hex');
+      assert.equal(sha('files.tar.gz'), manifest.files.sha256);
+      assert.equal(sha('database.sql'), manifest.database.sha256);
+      assert.equal(manifest.install_id, installId);
+    } finally {
+      fs.rmSync(out, { recursive: true, force: true });
+    }
+  }
+
   it("issue 30 (decision #225): a backup's archive of an install on a hosting server downloads through the control plane: the tar of its artefacts, checksums intact; the next download reuses the upload", async () => {
     let found: { m: (typeof made)[number]; uri: string } | null = null;
     // Server 2's agent was revoked and stopped above: only a server whose agent runs can upload.
@@ -788,21 +807,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.equal(res.status, 200, res.raw.body);
     assert.equal(res.headers['content-type'], 'application/x-tar');
     assert.equal(Number(res.headers['content-length']), res.raw.rawPayload.length);
-    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-archive-'));
-    try {
-      fs.writeFileSync(path.join(out, 'a.tar'), res.raw.rawPayload);
-      execFileSync('tar', ['-xf', path.join(out, 'a.tar'), '-C', out]);
-      const manifest = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
-      const sha = (name: string) =>
-        createHash('sha256')
-          .update(fs.readFileSync(path.join(out, name)))
-          .digest('hex');
-      assert.equal(sha('files.tar.gz'), manifest.files.sha256);
-      assert.equal(sha('database.sql'), manifest.database.sha256);
-      assert.equal(manifest.install_id, found.m.install.id);
-    } finally {
-      fs.rmSync(out, { recursive: true, force: true });
-    }
+    assertBackupTar(res.raw.rawPayload, found.m.install.id as string);
     const again = await t.anonymous.get(route);
     assert.equal(again.status, 200);
     assert.equal(Buffer.compare(again.raw.rawPayload, res.raw.rawPayload), 0);
@@ -813,6 +818,81 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     );
     assert.equal(uploads?.length, 1, 'one upload for both downloads');
   });
+
+  /** The operation a 202 answer's Location names. */
+  const operationIdOf = (res: { headers: Record<string, unknown> }) =>
+    /operations\/([0-9a-f-]{36})/.exec(String(res.headers.location))?.[1] ?? '';
+
+  /**
+   * Decision #226: a file written in the install on server 0, a backup of it taken, then the file
+   * changed (what the move copies); answers the backup's id and the file's content at the backup.
+   */
+  async function backupBeforeMove(id: string) {
+    const publicDir = path.join(hosting.servers[0]?.hostingRoot ?? '', 'installs', slugOf(id), 'public');
+    const ownerOf = fs.statSync(publicDir);
+    const file = path.join(publicDir, 'carried-marker.txt');
+    const content = `backed up on server 0 ${uniqueName('c-')}`;
+    fs.writeFileSync(file, content, { mode: 0o640 });
+    fs.chownSync(file, ownerOf.uid, ownerOf.gid);
+    const res = await owner.client.post(`/v1/installs/${id}/backups`, {
+      description: 'carried by the move',
+      notification_emails: [],
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    const opUrl = `/v1/operations/${operationIdOf(res)}`;
+    const op = await until('the backup before the move', async () => {
+      await tick();
+      const got = (await owner.client.get(opUrl)).body;
+      return ['completed', 'failed'].includes(got.status) && got;
+    });
+    assert.equal(op.status, 'completed', JSON.stringify(op));
+    fs.writeFileSync(file, 'changed after the backup');
+    return { backupId: String(res.body.id), content };
+  }
+
+  /**
+   * Decision #226: after the move the backup lives on server 1 (its row's snapshot there, kept), its
+   * restore brings the file back as it was at the backup, and its download is the tar of its
+   * artefacts, checksums intact.
+   */
+  async function carriedBackupRestores(
+    id: string,
+    cname: string,
+    carried: { backupId: string; content: string },
+  ) {
+    const [row] = await queryRows<{ snapshot: { location?: string } }>(
+      t.database.db,
+      sql`select snapshot from backups where id = ${carried.backupId}`,
+    );
+    const location = String(row?.snapshot.location);
+    assert.match(location, /\.carried$/, 'the backup row names its copy on the new server');
+    const dir = path.join(hosting.servers[1]?.hostingRoot ?? '', 'backups', location);
+    assert.ok(fs.existsSync(path.join(dir, 'manifest.json')), `${dir} on server 1`);
+    const restore = await owner.client.post(`/v1/installs/${id}/backups/${carried.backupId}/restore`, {
+      notification_emails: [],
+      create_checkpoint: false,
+    });
+    assert.equal(restore.status, 202, JSON.stringify(restore.body));
+    const op = await until('the restore of the carried backup', async () => {
+      await tick();
+      const got = (await owner.client.get(`/v1/operations/${operationIdOf(restore)}`)).body;
+      return ['completed', 'failed'].includes(got.status) && got;
+    });
+    assert.equal(op.status, 'completed', JSON.stringify(op));
+    const file = await until('the restored file served on server 1', async () => {
+      await tick();
+      const got = await get(addressOf(1), cname, '/carried-marker.txt');
+      return got?.status === 200 && got.body === carried.content && got;
+    });
+    assert.equal(file.body, carried.content);
+    const list = await owner.client.get(`/v1/installs/${id}/archives`);
+    const archive = (list.body.results as Json[]).find((a) => a.id === carried.backupId);
+    assert.ok(archive, JSON.stringify(list.body));
+    const uri = new URL(String(archive.download_uri));
+    const res = await t.anonymous.get(uri.pathname + uri.search);
+    assert.equal(res.status, 200, res.raw.body);
+    assertBackupTar(res.raw.rawPayload, id);
+  }
 
   it('issue 30: a move under load (a request every 100 ms at the address the control plane gives): every answer 200 from one server or the other, no error window over 2 s; writes frozen (503, Retry-After) and SSH logins refused during the final sync only; stable_ips and a_records the new server; the source holds nothing of it', async () => {
     const moved = onServer(0);
@@ -840,6 +920,8 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       return res.body.allowed as boolean;
     };
     assert.equal(await sshDecision(0), true, 'SSH opens the install before its move');
+    // Decision #226: a backup taken before the move, holding a file changed after it, is carried.
+    const carried = await backupBeforeMove(id);
     let stop = false;
     const answers: { at: number; server: number; status: number; phase: string; ms: number }[] = [];
     const client = (async () => {
@@ -930,6 +1012,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.ok(old === null || old.status !== 200, `the old server still serves it: ${old?.status}`);
     moved.server = 1;
     movedId = id;
+    await carriedBackupRestores(id, cname, carried);
   });
 
   it('issue 30: a cancelled move leaves the source serving (the target cleaned, the placement unchanged)', async () => {

@@ -1,7 +1,14 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { ArchiveSource, CallContext, HostingDriver, InstallRef, Snapshot } from '../driver.js';
+import {
+  type ArchiveSource,
+  type CallContext,
+  DriverError,
+  type HostingDriver,
+  type InstallRef,
+  type Snapshot,
+} from '../driver.js';
 import { type TarEntry, tarSize, tarStream } from '../tar.js';
 import { extractTar } from '../tar-read.js';
 import { openBackupFile } from './archive-files.js';
@@ -75,6 +82,8 @@ export async function removeImported(hostingRoot: string, snapshot: Snapshot) {
 }
 
 const IMPORTED = '.imported';
+/** Issue 30 (decision #226): a backup a move carried here; nothing removes it but the install's deprovision. */
+const CARRIED = '.carried';
 
 export function backupOperations(
   ctx: LocalContext,
@@ -209,18 +218,20 @@ export function backupOperations(
      * as `hp_<install>/<archive id>.imported`: the tar read as it arrives into a root-only temporary
      * directory (only its three artefacts, regular files), its SHA-256 and length checked against the
      * snapshot's archive, the manifest's checksums against the snapshot's, each artefact against the
-     * manifest; then renamed into place (a crash leaves only the temporary directory).
+     * manifest; then renamed into place (a crash leaves only the temporary directory). Kept (a move's
+     * carried backup, decision #226): as `<archive id>.carried`, which no restore removes.
      */
     async importBackup(
       installId: string,
       snapshot: Snapshot,
       open: () => Promise<Readable>,
       signal: AbortSignal,
+      options: { keep?: boolean } = {},
     ) {
       const archive = snapshot.archive;
       if (!archive || !/^[0-9a-f-]{36}$/.test(archive.id) || !snapshot.checksums)
         throw new Error('the snapshot names no archive (with checksums) to import');
-      const location = `${installSlug(installId)}/${archive.id}${IMPORTED}`;
+      const location = `${installSlug(installId)}/${archive.id}${options.keep ? CARRIED : IMPORTED}`;
       const dir = backupDir(location);
       const imported = { ...snapshot, location };
       const present = await verifiedBackupAt(hostingRoot, imported).catch(() => null);
@@ -260,7 +271,8 @@ export function backupOperations(
         throw new Error('the backup was not made by the local driver; it holds no files');
       const dir = backupDir(backup.snapshot.location);
       const manifest = await readManifest(dir);
-      if (!manifest) throw new Error(`backup ${backup.snapshot.location} is missing its manifest`);
+      if (!manifest)
+        throw new DriverError('backup', `backup ${backup.snapshot.location} is missing its manifest`, true);
       const expected: Record<string, string | null> = {
         [MANIFEST]: null,
         [DB_DUMP]: manifest.database.sha256,

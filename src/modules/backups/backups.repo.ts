@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull } from 'drizzle-orm';
 import type { Db, RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
 import { backups } from '../../db/schema.js';
@@ -54,6 +54,35 @@ export async function updateUnfinished(tx: Db, id: string, values: Partial<typeo
     .where(and(eq(backups.id, id), inArray(backups.status, ['requested', 'in_progress'])))
     .returning(projection);
   return row ?? null;
+}
+
+/** Issue 30 (decision #226): the completed backups of an install that hold a snapshot, oldest first. */
+export function completedWithSnapshot(db: Db, installId: string) {
+  return db
+    .select({ id: backups.id, description: backups.description, snapshot: backups.snapshot })
+    .from(backups)
+    .where(
+      and(eq(backups.install_id, installId), eq(backups.status, 'completed'), isNotNull(backups.snapshot)),
+    )
+    .orderBy(asc(backups.create_time), asc(backups.id));
+}
+
+/** Issue 30: how many backups of an install are not finished yet (requested or in progress). */
+export async function countUnfinished(db: Db, installId: string): Promise<number> {
+  return await db.$count(
+    backups,
+    and(eq(backups.install_id, installId), inArray(backups.status, ['requested', 'in_progress'])),
+  );
+}
+
+/** Issue 30: a completed backup's snapshot replaced (its files carried to the install's new server). */
+export async function replaceSnapshot(tx: Db, id: string, snapshot: Snapshot) {
+  const [row] = await tx
+    .update(backups)
+    .set({ snapshot })
+    .where(and(eq(backups.id, id), eq(backups.status, 'completed')))
+    .returning({ id: backups.id });
+  return row !== undefined;
 }
 
 export const snapshotOf = (row: BackupRow): Snapshot | null => (row.snapshot as Snapshot | null) ?? null;

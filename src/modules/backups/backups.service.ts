@@ -176,6 +176,21 @@ export function createBackupsService({ db, clock, installs, operations, driver }
 
     markAborted: (tx: Db, backupId: string) => repo.updateUnfinished(tx, backupId, { status: 'aborted' }),
 
+    // Issue 30 (decision #226): a move carries the install's backups to its new server.
+
+    /** The completed backups of the install whose snapshot a move carries. */
+    async carriable(installId: string, tx: Db = db) {
+      const rows = await repo.completedWithSnapshot(tx, installId);
+      return rows.map((r) => ({ id: r.id, description: r.description, snapshot: r.snapshot as Snapshot }));
+    },
+
+    /** How many backups of the install are still being taken (a move does not switch meanwhile). */
+    unfinished: (tx: Db, installId: string) => repo.countUnfinished(tx, installId),
+
+    /** At the switch, in its transaction: the backup's snapshot as the new server holds it. */
+    adoptSnapshot: (tx: Db, backupId: string, snapshot: Snapshot) =>
+      repo.replaceSnapshot(tx, backupId, snapshot),
+
     /** R2: the checkpoint taken before a restore, a backup of its own (kept whatever the restore does). */
     insertCheckpoint: (
       tx: Db,

@@ -21,7 +21,10 @@ interface ArchiveMeta {
 }
 
 const SHA256 = /^[0-9a-f]{64}$/;
-/** The calls whose agent uploads an archive: a backup another server reads, a backup's download (#225). */
+/**
+ * The calls whose agent uploads an archive: a backup another server reads, a backup's download (#225)
+ * or a backup a move carries (#226).
+ */
 const UPLOADS = new Set(['backup', 'exportArchive']);
 
 /**
@@ -70,7 +73,8 @@ export function createArchiveStore({
     } | null;
     if (call.method === 'copy')
       return { snapshot: input?.source_snapshot ?? null, installId: input?.source?.id ?? null };
-    if (call.method === 'restore')
+    // A move's carried backup (decision #226) is fed like a restore.
+    if (call.method === 'restore' || call.method === 'adoptBackup')
       return { snapshot: input?.snapshot ?? null, installId: input?.install?.id ?? null };
     return { snapshot: null, installId: null };
   }
@@ -133,8 +137,8 @@ export function createArchiveStore({
     },
 
     /**
-     * GET /agent/v1/calls/{call}/archive: the archive the agent's copy or restore call `callId` feeds
-     * on, streamed and hashed on the way (a mismatch fails the stream: the download ends short).
+     * GET /agent/v1/calls/{call}/archive: the archive the agent's copy, restore or adoptBackup call
+     * `callId` feeds on, streamed and hashed on the way (a mismatch fails the stream: the download ends short).
      * 403 unless the call is this server's and the archive is of the install it copies or moves.
      */
     async open(serverId: string, callId: string) {
@@ -146,7 +150,8 @@ export function createArchiveStore({
       const archive = snapshot?.archive;
       if (!archive || !installId) throw Errors.notFound();
       const backup = await repo.callById(db, archive.id);
-      if (backup?.method !== 'backup' || backup.state !== 'done' || backup.install_id !== installId)
+      // Made by a backup call, or by an exportArchive call (a backup a move carries, decision #226).
+      if (!UPLOADS.has(backup?.method ?? '') || backup?.state !== 'done' || backup.install_id !== installId)
         throw Errors.forbidden();
       const meta = JSON.parse(
         await fs.readFile(file(archive.id, 'json'), 'utf8').catch(() => 'null'),

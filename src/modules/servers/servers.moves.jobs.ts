@@ -1,10 +1,12 @@
 import { isDeepStrictEqual } from 'node:util';
+import type { Db } from '../../db/client.js';
 import { DriverError, type DriverOperation, type Snapshot } from '../../drivers/driver.js';
 import type { RemoteMethod } from '../../fleet/remote-driver.js';
 import type { JobHandler } from '../../jobs/catalog.js';
 import { PLANS_WITH_STABLE_IPS } from '../installs/installs.service.js';
 import type { OperationRow } from '../operations/operations.service.js';
 import {
+  type CarriableBackup,
   inputOf,
   type MovedInstall,
   type MoveState,
@@ -87,6 +89,81 @@ export function createMoveJob(deps: MovesDeps) {
     throw new Later(result.checkAt);
   }
 
+  /**
+   * Decision #226: every completed backup of the install carried to the target: its source exports
+   * the backup's archive to the control plane's store (keyed `carry-export:<backup>`), the target
+   * keeps it as its own (`carry:<backup>`). All asked at once (each server runs its calls in turn);
+   * answers the target's snapshot of each backup by id, or throws Later until all are done. A backup
+   * that cannot be carried (its files fail their checksum) fails the move, named (decision #227).
+   */
+  async function carry(op: OperationRow, install: MovedInstall, source: Where, target: Where) {
+    const ask = caller(op, install);
+    const ref = moveRef(install);
+    const carryOne = async (backup: CarriableBackup) => {
+      const { archive: _stale, ...snapshot } = backup.snapshot;
+      try {
+        const exported = await ask<{ archive?: Snapshot['archive'] }>(
+          'exportArchive',
+          'backup',
+          `carry-export:${backup.id}`,
+          source,
+          { install: ref, snapshot },
+        );
+        if (!exported?.archive) throw new DriverError('backup', 'its server exported no archive', true);
+        const held = await ask<Snapshot>('adoptBackup', 'backup', `carry:${backup.id}`, target, {
+          install: ref,
+          snapshot: { ...snapshot, archive: exported.archive },
+        });
+        return { backup, held };
+      } catch (err) {
+        if (!(err instanceof DriverError && err.final)) throw err;
+        throw new DriverError(
+          'backup',
+          `backup ${backup.id} ("${backup.description}") could not be carried to the target: ${err.message}; delete that backup or repair it, then move again`,
+          true,
+        );
+      }
+    };
+    const outcomes = await Promise.allSettled((await deps.backups.carriable(install.id)).map(carryOne));
+    const carried = new Map<string, { from: Snapshot; to: Snapshot }>();
+    let later: Later | null = null;
+    let failure: unknown = null;
+    for (const outcome of outcomes) {
+      if (outcome.status === 'fulfilled') {
+        carried.set(outcome.value.backup.id, { from: outcome.value.backup.snapshot, to: outcome.value.held });
+      } else if (outcome.reason instanceof Later) {
+        if (!later || outcome.reason.checkAt < later.checkAt) later = outcome.reason;
+      } else if (!failure || (outcome.reason instanceof DriverError && outcome.reason.final)) {
+        failure = outcome.reason;
+      }
+    }
+    if (failure) throw failure;
+    if (later) throw later;
+    return carried;
+  }
+
+  /**
+   * At the switch, in its transaction (the install's row locked: no backup starts meanwhile): each
+   * carried backup's row takes the target's snapshot. False, changing nothing, when a backup is still
+   * being taken or one completed that was not carried (taken during the move): the step goes around
+   * and carries it first (decision #226).
+   */
+  async function adoptCarried(
+    tx: Db,
+    installId: string,
+    carried: Map<string, { from: Snapshot; to: Snapshot }>,
+  ) {
+    if ((await deps.backups.unfinished(tx, installId)) > 0) return false;
+    const completed = await deps.backups.carriable(installId, tx);
+    const missed = completed.some((b) => !isDeepStrictEqual(carried.get(b.id)?.from, b.snapshot));
+    if (missed) return false;
+    for (const backup of completed) {
+      const to = carried.get(backup.id)?.to;
+      if (to) await deps.backups.adoptSnapshot(tx, backup.id, to);
+    }
+    return true;
+  }
+
   /** The move settled: its backups' archives that no restore used go (decision #215). */
   const releaseArchives = (op: OperationRow) =>
     calls.releaseArchives(`move:${op.id}:`).catch(() => undefined);
@@ -157,6 +234,7 @@ export function createMoveJob(deps: MovesDeps) {
       return rollback(op, install, state, target);
 
     if (state.phase !== 'switched') {
+      let carried = new Map<string, { from: Snapshot; to: Snapshot }>();
       try {
         // 0. The install made on the target (its system user, database account, pool: what a
         // restore swaps into); 1. a copy while the source serves, its archive crossing through the
@@ -175,6 +253,8 @@ export function createMoveJob(deps: MovesDeps) {
           snapshot: first,
           restore_database: true,
         });
+        // The install's backups carried while the source still takes writes (the freeze stays short).
+        await carry(op, install, source, target);
         if (state.phase === 'copying' && !(await setPhase(op.id, { phase: 'syncing', froze: true })))
           return step((await operations.find(op.id)) ?? op);
         // The freeze (decision #211): from here to the switch the source refuses writes (reads are
@@ -200,6 +280,8 @@ export function createMoveJob(deps: MovesDeps) {
           frozen: false,
           warm: true,
         });
+        // Again: the backups completed since (a backup is a read: it runs during a move).
+        carried = await carry(op, install, source, target);
       } catch (err) {
         if (err instanceof Later) throw err;
         if (!(err instanceof DriverError && err.final)) throw err;
@@ -210,6 +292,9 @@ export function createMoveJob(deps: MovesDeps) {
       const switched = await operations.withLocked(op.id, async (tx, locked) => {
         const current = stateOf(locked, 'move_install');
         if (current.cancel) return false;
+        // The install's row first (a backup starts under its lock), then its backups carried.
+        const row = await repo.lockInstall(tx, install.id);
+        if (!(await adoptCarried(tx, install.id, carried))) return 'again' as const;
         const placement = await repo.lockPlacement(tx, install.id);
         const there = placement?.server_id === target.serverId && placement.generation === target.generation;
         if (!there) {
@@ -224,13 +309,15 @@ export function createMoveJob(deps: MovesDeps) {
             throw new Error(`install ${install.id} is no longer at generation ${source.generation}`);
         }
         // I9 (decision #167): the plans with stable IPs show their new server's addresses.
-        const row = await repo.lockInstall(tx, install.id);
         if (row && PLANS_WITH_STABLE_IPS.includes(row.plan))
           await repo.setStableIpsFromServer(tx, install.id, target.serverId);
         await operations.setState(tx, op.id, 'move_install', { ...current, phase: 'switched' });
         await deps.requestRouting(tx, install);
         return true;
       });
+      // A backup still being taken, or one not carried yet: asked again soon (its own step carries it).
+      if (switched === 'again')
+        throw new Later(new Date(clock.now().getTime() + deps.fleet.checkSeconds * 1000));
       if (!switched) return step((await operations.find(op.id)) ?? op);
     }
     // 6. The source cleaned (its calls at the old generation are this move's only). The move is done

@@ -7,6 +7,7 @@ import type {
   InstallRef as DriverInstallRef,
   DriverOperation,
   RoutingRequest,
+  Snapshot,
 } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
 import {
@@ -55,12 +56,25 @@ export interface MovesDeps {
     /** Decision #215: the archives of a settled move's backups go. */
     releaseArchives(prefix: string): Promise<void>;
   };
+  /** Issue 30 (decision #226): the install's backups, which a move carries to its target. */
+  backups: {
+    carriable(installId: string, tx?: Db): Promise<CarriableBackup[]>;
+    unfinished(tx: Db, installId: string): Promise<number>;
+    adoptSnapshot(tx: Db, backupId: string, snapshot: Snapshot): Promise<boolean>;
+  };
   /** Issue 21: the switch re-applies the install's routing (and certificates) on its new server. */
   requestRouting: (tx: Db, install: { id: string; account_id: string; status: string }) => Promise<void>;
   /** The install's whole routing state (routing.service.ts), served by the target before the switch. */
   routingOf: (install: DriverInstallRef) => Promise<RoutingRequest>;
   /** Expected seconds of a move (the operation's expected_at). */
   estimateSeconds: (operation: DriverOperation) => number;
+}
+
+/** A completed backup of an install, as a move carries it (decision #226). */
+export interface CarriableBackup {
+  id: string;
+  description: string;
+  snapshot: Snapshot;
 }
 
 /** How many installs one drain request starts moving (the rest: drain again). */

@@ -278,7 +278,13 @@ export async function backupCallIds(db: Db, prefix: string): Promise<string[]> {
   const rows = await db
     .select({ id: fleetCalls.id })
     .from(fleetCalls)
-    .where(and(eq(fleetCalls.method, 'backup'), sql`starts_with(${fleetCalls.key}, ${prefix})`));
+    .where(
+      and(
+        // A move's exportArchive calls upload the backups it carries (decision #226).
+        inArray(fleetCalls.method, ['backup', 'exportArchive']),
+        sql`starts_with(${fleetCalls.key}, ${prefix})`,
+      ),
+    );
   return rows.map((r) => r.id);
 }
 
