@@ -196,7 +196,10 @@ report_times() {
     grep -q "	${db}	" "$timings/files" || continue
     echo "-- slowest test files on ${db} (wall s, CPU s of the test process, of its children, result, file)"
     awk -F '\t' -v db="$db" '$4 == db { printf "%6s %6s %6s  %s  %s\n", $1, $2, $6, $3, $5 }' "$timings/files" |
-      sort -rn | head -n "${TEST_TIMINGS_TOP:-15}"
+      sort -rn | awk -v top="${TEST_TIMINGS_TOP:-15}" 'NR <= top'
+    # (awk reads sort's whole output: `head` exiting after its lines could kill sort with SIGPIPE
+    # while it still writes, and under pipefail and errexit that ended `npm test` with 141 after
+    # every test had passed.)
     awk -F '\t' -v db="$db" '$4 == db { own += $2; kids += $6 } END {
       printf "   (all files on %s: %.0f CPU s in the test processes, %.0f in their children)\n", db, own, kids }' \
       "$timings/files"
