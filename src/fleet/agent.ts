@@ -162,6 +162,13 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
   let session = newSession();
   /** The highest placement generation seen per install: an older call is refused (stale). */
   const generations = new Map<string, number>();
+  /**
+   * Installs deprovisioned here since their last provision: a call for one that arrives after its
+   * removal (asked before it, in a transaction that committed after it) is refused, never run: run,
+   * it brought the install back (its record here, a server block for a tree that is gone). A
+   * provision (a new placement, a move's target) admits the install again (decision #232).
+   */
+  const removed = new Set<string>();
 
   const archiveLink: ArchiveLink = {
     controlPlaneUrl,
@@ -314,6 +321,12 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
       await report(call, { status: 'failed', error, final: true });
       return;
     }
+    if (removed.has(install) && call.method !== 'provision' && call.method !== 'deprovision') {
+      const error = `install ${install} was removed from this server; a ${call.method} for it runs only after it is provisioned here again`;
+      await report(call, { status: 'failed', error, final: true });
+      return;
+    }
+    if (call.method === 'provision') removed.delete(install);
     generations.set(install, call.envelope.generation);
     const ref = call.input as { name?: unknown; install?: { name?: unknown } } | null;
     const name = ref?.name ?? ref?.install?.name;
@@ -355,6 +368,7 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
     if (call.method === 'provision' && outcome.status === 'done') await driver.forgetAdminPassword?.(install);
     if (call.method === 'deprovision' && outcome.status === 'done') {
       generations.delete(install);
+      removed.add(install);
       await deps.installs.forget(install);
     }
   }
