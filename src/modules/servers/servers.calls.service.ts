@@ -408,6 +408,7 @@ export function createFleetCalls({
           });
         }
         await queue.completeServerJob(tx, serverId, jobId);
+        await repo.wakeOperation(tx, call.key, now);
         return { state: outcome.status };
       });
       // Issue 30: the archive a settled copy or restore fed on is no longer needed (decision #195).
