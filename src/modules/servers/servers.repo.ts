@@ -1,15 +1,7 @@
 import { and, asc, eq, gt, inArray, isNotNull, or, sql } from 'drizzle-orm';
 import { type Db, queryRows, type RowOf } from '../../db/client.js';
 import { type Page, selectPage } from '../../db/page.js';
-import {
-  accounts,
-  dueJobs,
-  fleetCalls,
-  installPlacements,
-  installs,
-  operations,
-  servers,
-} from '../../db/schema.js';
+import { accounts, fleetCalls, installPlacements, installs, operations, servers } from '../../db/schema.js';
 
 /** A server as operators see it: never a hash. */
 const projection = {
@@ -345,21 +337,6 @@ export function operationOfKey(callKey: string): string | null {
   const [first, second] = callKey.split(':');
   const id = first === 'move' ? second : first;
   return id && UUID.test(id) ? id : null;
-}
-
-/**
- * Issue 30 (decision 228): a call settled, so the operation that waits on it runs at the next sweep
- * instead of at its ask-again time (FLEET_CHECK_SECONDS later): its due row is brought forward to
- * `now`. Only ever earlier: asking a settled call again is a read (calls are keyed), so an early run
- * does no work twice; with no due row (the job is running), nothing changes.
- */
-export async function wakeOperation(tx: Db, callKey: string, now: Date) {
-  const id = operationOfKey(callKey);
-  if (!id) return;
-  await tx
-    .update(dueJobs)
-    .set({ run_at: now })
-    .where(and(eq(dueJobs.key, `operation:${id}`), gt(dueJobs.run_at, now)));
 }
 
 /** The current generation of an install's placement (null: not placed, or no longer). */
