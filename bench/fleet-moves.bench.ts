@@ -26,12 +26,12 @@ import pg from 'pg';
 import { netnsHosting } from '../test/support/netns-hosting.js';
 import { userOf } from '../test/support/web-tier.js';
 import {
-  cleanup,
   createInstall,
   enrol,
   expect,
   loadavg,
   onCleanup,
+  runBench,
   sleep,
   startControlPlane,
   summary,
@@ -330,9 +330,4 @@ Per move (total / freeze / read errors): ${moves.map((m) => `${m.total_s} / ${m.
   writeResults('fleet-moves', result, md);
 }
 
-try {
-  await main();
-} finally {
-  await cleanup();
-}
-process.exit(0);
+await runBench(main);

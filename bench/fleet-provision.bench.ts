@@ -23,12 +23,12 @@ import { runCli } from '../test/support/process.js';
 import { freePort, stopWebTier } from '../test/support/web-tier.js';
 import {
   type ControlPlane,
-  cleanup,
   createInstall,
   enrol,
   expect,
   loadavg,
   onCleanup,
+  runBench,
   sleep,
   startControlPlane,
   summary,
@@ -216,9 +216,4 @@ ${row('through an agent: call settled -> operation completed (asked again)', res
   writeResults(`fleet-provision${args.label ? `-${args.label}` : ''}`, result, md);
 }
 
-try {
-  await main();
-} finally {
-  await cleanup();
-}
-process.exit(0);
+await runBench(main);

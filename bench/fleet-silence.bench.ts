@@ -23,10 +23,10 @@ import { loadConfig } from '../src/config.js';
 import { type Running, runCli } from '../test/support/process.js';
 import { startTcpProxy } from '../test/support/tcp-proxy.js';
 import {
-  cleanup,
   enrol,
   loadavg,
   onCleanup,
+  runBench,
   sleep,
   startControlPlane,
   statuses,
@@ -248,9 +248,4 @@ Per trial: ${result.trials.map((t) => `${t.kind} at ${t.at_s} s: ${t.to_silent_s
   writeResults('fleet-silence', result, md);
 }
 
-try {
-  await main();
-} finally {
-  await cleanup();
-}
-process.exit(0);
+await runBench(main);

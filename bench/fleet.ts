@@ -220,3 +220,14 @@ export function writeResults(name: string, json: unknown, md: string) {
   fs.writeFileSync(path.join(dir, `${name}.md`), md);
   process.stdout.write(md);
 }
+
+/** Runs a bench's `main`, then the clean-up (also when it failed), then exits. */
+export async function runBench(main: () => Promise<void>) {
+  try {
+    await main();
+  } finally {
+    await cleanup();
+  }
+  // node:test's root (netns-hosting registers `after` hooks) would keep the process waiting.
+  process.exit(0);
+}
