@@ -81,6 +81,23 @@ export async function sweepDue(db: Db, queue: Pick<JobQueue, 'enqueue'>, clock: 
   }
 }
 
+/**
+ * Enqueues the due row of `key` now, whatever its time, as the sweeper does once it is due: the row
+ * deleted and its job sent in the caller's transaction (issue 30, decision 229: what it waited for
+ * has happened). A row a sweeper holds (SKIP LOCKED) or no row at all: nothing. True when enqueued.
+ */
+export async function sweepKey(tx: Db, queue: Pick<JobQueue, 'enqueue'>, key: string): Promise<boolean> {
+  const [row] = await tx
+    .select({ id: dueJobs.id, name: dueJobs.name, payload: dueJobs.payload })
+    .from(dueJobs)
+    .where(eq(dueJobs.key, key))
+    .for('update', { skipLocked: true });
+  if (!row) return false;
+  await queue.enqueue(tx, row.name as JobName, row.payload as never);
+  await tx.delete(dueJobs).where(eq(dueJobs.id, row.id));
+  return true;
+}
+
 /** The earliest due time (diagnostics and the admin clock's answer). */
 export async function nextDue(db: Db): Promise<Date | null> {
   const [row] = await db

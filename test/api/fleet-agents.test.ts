@@ -24,7 +24,7 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-function startAgent(name: string, token?: string) {
+function startAgent(name: string, token?: string, env: Record<string, string> = {}) {
   const agent = runCli(['agent'], {
     DATA_DIR: path.join(work, name),
     HOSTING_DRIVER: 'simulated',
@@ -32,6 +32,7 @@ function startAgent(name: string, token?: string) {
     AGENT_CONTROL_PLANE_URL: url,
     AGENT_HEARTBEAT_SECONDS: '1',
     ...(token && { AGENT_ENROLMENT_TOKEN: token }),
+    ...env,
   });
   running.add(agent);
   return agent;
@@ -141,5 +142,47 @@ describe('issue 30: hostplane agent', () => {
       1,
     );
     assert.equal(restarted.output().match(/call backup of install/g)?.length, 1, restarted.output());
+  });
+
+  it("issue 30 (decision 228): an agent's report wakes the operation that waits on it: a backup completes with the control plane's clock standing still (not at its ask-again time, FLEET_CHECK_SECONDS later)", async () => {
+    const region = uniqueName('r-');
+    const created = await t.admin.post('/admin/v1/servers', {
+      name: uniqueName('srv-wake-'),
+      labels: { region },
+      capacity: { installs: 5 },
+    });
+    assert.equal(created.status, 201);
+    const server = created.body.server;
+    // Its backups take a second on the agent (reported pending, then done): the job that asked has
+    // long written its ask-again (due) row when the report that settles the call comes.
+    startAgent(`wake-${server.id}`, created.body.enrolment.token, {
+      SIMULATED_DURATIONS: INSTANT_DURATIONS.replace('backup=0', 'backup=1'),
+    });
+    await until('the agent heartbeats', async () => {
+      const got = await t.admin.get(`/admin/v1/servers/${server.id}`);
+      return got.body.status === 'live' && got.body.enrolled;
+    });
+    const acct = await f.account({ preferred_data_center: region });
+    const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
+    const site = await f.site(owner.client, acct.id);
+    const install = await f.install(owner.client, acct.id, site.id, 'production');
+    await t.runJobs();
+    await until('the install provisioned', async () => {
+      await tick();
+      return (await owner.client.get(`/v1/installs/${install.id}`)).body.status === 'active';
+    });
+    const backup = await owner.client.post(`/v1/installs/${install.id}/backups`, {
+      description: 'woken by its report',
+      notification_emails: ['ops@example.test'],
+    });
+    assert.equal(backup.status, 202, JSON.stringify(backup.body));
+    const operationUrl = `/v1/operations/${/operations\/([0-9a-f-]{36})/.exec(String(backup.headers.location))?.[1]}`;
+    const frozenAt = t.clock.now().getTime();
+    // The clock does not move from here: only the agent's report can make the operation due again.
+    await until('the backup completed without the clock moving', async () => {
+      await t.runJobs();
+      return (await owner.client.get(operationUrl)).body.status === 'completed';
+    });
+    assert.equal(t.clock.now().getTime(), frozenAt);
   });
 });

@@ -5,6 +5,7 @@ import type { Db } from '../../db/client.js';
 import { withTransaction } from '../../db/transaction.js';
 import { DriverError, type DriverOperation } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
+import { sweepKey } from '../../jobs/due.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { SecretBox } from '../../secrets.js';
 import { PLANS_WITH_STABLE_IPS } from '../installs/installs.service.js';
@@ -71,7 +72,7 @@ export function createFleetCalls({
 }: {
   db: Db;
   clock: Clock;
-  queue: Pick<JobQueue, 'sendToServer' | 'fetchForServer' | 'completeServerJob'>;
+  queue: Pick<JobQueue, 'sendToServer' | 'fetchForServer' | 'completeServerJob' | 'enqueue'>;
   secretBox: SecretBox;
   fleet: FleetConfig;
   /** Issue 30: where backups' archives crossing servers are kept (DATA_DIR/fleet-archives). */
@@ -408,6 +409,9 @@ export function createFleetCalls({
           });
         }
         await queue.completeServerJob(tx, serverId, jobId);
+        // Decisions 228-229: the operation waiting on the call runs now, not at its ask-again time.
+        const operationId = repo.operationOfKey(call.key);
+        if (operationId) await sweepKey(tx, queue, `operation:${operationId}`);
         return { state: outcome.status };
       });
       // Issue 30: the archive a settled copy or restore fed on is no longer needed (decision #195).

@@ -338,6 +338,13 @@ export async function setOperationWaiting(tx: Db, callKey: string, reason: strin
     );
 }
 
+/** The operation a call's key names: `<operation id>[:...]`, or a move's `move:<operation id>:<step>`. */
+export function operationOfKey(callKey: string): string | null {
+  const [first, second] = callKey.split(':');
+  const id = first === 'move' ? second : first;
+  return id && UUID.test(id) ? id : null;
+}
+
 /** The current generation of an install's placement (null: not placed, or no longer). */
 export async function generationOf(db: Db, installId: string, serverId: string): Promise<number | null> {
   const [row] = await db
