@@ -84,6 +84,9 @@ export class AgentHttpError extends Error {
   }
 }
 
+/** How soon a heartbeat that failed is tried again (decision #233). */
+const HEARTBEAT_RETRY_MS = 1000;
+
 /** Waits `ms` or until `signal` aborts; the abort listener goes with the wait. */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -404,15 +407,28 @@ export async function runAgent(deps: AgentDeps): Promise<void> {
       await sleep(deps.reconcileSeconds * 1000, ending.signal);
     }
   })();
+  // After a failed heartbeat the next comes within HEARTBEAT_RETRY_MS, not a whole interval: a server
+  // whose link came back is shown live again within a second or two (it took the full 10 s;
+  // bench/README.md, detection). Being shown silent is the control plane's margin
+  // (FLEET_SILENT_SECONDS), which a retry does not shorten (decision #233).
   const beats = (async () => {
+    let failed = false;
     while (!signal.aborted && !stopped) {
-      await sleep(deps.heartbeatSeconds * 1000, signal);
+      await sleep(
+        failed ? Math.min(HEARTBEAT_RETRY_MS, deps.heartbeatSeconds * 1000) : deps.heartbeatSeconds * 1000,
+        signal,
+      );
       if (signal.aborted) return;
       try {
         await heartbeat();
+        failed = false;
       } catch (err) {
         if (err instanceof AgentStopped) stopped = err;
-        else if (!signal.aborted) log(`heartbeat failed: ${(err as Error).message}`);
+        else if (!signal.aborted) {
+          if (!failed)
+            log(`heartbeat failed, trying again every ${HEARTBEAT_RETRY_MS} ms: ${(err as Error).message}`);
+          failed = true;
+        }
       }
     }
   })();

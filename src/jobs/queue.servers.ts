@@ -56,10 +56,20 @@ export function serverQueues({ boss }: QueueContext) {
       return id;
     },
 
-    /** Takes up to `batchSize` ready asks of the server's queue (they become active). */
+    /**
+     * Takes up to `batchSize` ready asks of the server's queue (they become active), oldest first:
+     * pg-boss picks the oldest but answers them in the order its UPDATE ... RETURNING gives, which is
+     * not the queue's, so a batch holding an install's deprovision and an older call for it could run
+     * the deprovision first (decision #232).
+     */
     async fetchForServer(serverId: string, batchSize: number) {
-      const jobs = await boss().fetch<{ call_id: string }>(serverQueue(serverId), { batchSize });
-      return jobs.map((job) => ({ jobId: job.id, callId: job.data.call_id }));
+      const jobs = await boss().fetch<{ call_id: string }>(serverQueue(serverId), {
+        batchSize,
+        includeMetadata: true,
+      });
+      return jobs
+        .sort((a, b) => new Date(a.createdOn).getTime() - new Date(b.createdOn).getTime())
+        .map((job) => ({ jobId: job.id, callId: job.data.call_id }));
     },
 
     /** Ends an ask in the caller's transaction (its call was settled or asked again). */

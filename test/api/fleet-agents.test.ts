@@ -4,6 +4,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { loadConfig } from '../../src/config.js';
+import { queryRows } from '../../src/db/client.js';
+import { openConfiguredDatabase } from '../../src/main.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, INSTANT_DURATIONS, type Json, uniqueName } from '../support/harness.js';
 import { type Running, runCli } from '../support/process.js';
@@ -184,5 +188,90 @@ describe('issue 30: hostplane agent', () => {
       return (await owner.client.get(operationUrl)).body.status === 'completed';
     });
     assert.equal(t.clock.now().getTime(), frozenAt);
+  });
+
+  it('issue 30 (decision 232): a call that reaches an agent after the install was deprovisioned there is refused, and the agent does not take the install back', async () => {
+    const region = uniqueName('r-');
+    const created = await t.admin.post('/admin/v1/servers', {
+      name: uniqueName('srv-late-'),
+      labels: { region },
+      capacity: { installs: 5 },
+    });
+    assert.equal(created.status, 201);
+    const server = created.body.server;
+    const dataDir = path.join(work, `late-${server.id}`);
+    const env = { DATA_DIR: dataDir };
+    let agent = startAgent(`late-${server.id}`, created.body.enrolment.token, env);
+    const live = async () => (await t.admin.get(`/admin/v1/servers/${server.id}`)).body.status === 'live';
+    await until('the agent heartbeats', live);
+    const acct = await f.account({ preferred_data_center: region });
+    const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
+    const site = await f.site(owner.client, acct.id);
+    const install = await f.install(owner.client, acct.id, site.id, 'production');
+    await t.runJobs();
+    await until('the install provisioned', async () => {
+      await tick();
+      return (await owner.client.get(`/v1/installs/${install.id}`)).body.status === 'active';
+    });
+    const [placement] = await queryRows<{ generation: number }>(
+      t.database.db,
+      sql`select generation from install_placements where install_id = ${install.id}`,
+    );
+    assert.ok(placement, 'the install is placed');
+    // The agent stopped, the install deleted (its deprovision queued on the server), then a routing
+    // call queued after it at the same generation: what a call asked in a transaction that committed
+    // after the delete's looks like. Both come in the agent's next fetch, the deprovision first.
+    agent.child.kill('SIGTERM');
+    await agent.exited;
+    running.delete(agent);
+    assert.equal((await owner.client.delete(`/v1/installs/${install.id}`)).status, 204);
+    await t.runJobs();
+    const late = await t.app.services.fleetCalls.askOn(
+      {
+        method: 'applyRouting',
+        operation: 'apply_routing',
+        key: `late-routing:${install.id}`,
+        installId: install.id,
+        input: {
+          install: { id: install.id, name: install.name },
+          default_name: `${install.name}.example.test`,
+          domains: [],
+          certificates: [],
+        },
+      },
+      { serverId: server.id, generation: placement.generation },
+    );
+    assert.equal(late.done, false, 'the late call is queued');
+    agent = startAgent(`late-${server.id}`, undefined, env);
+    const calls = await until('both calls settled', async () => {
+      await tick();
+      const rows = await queryRows<{ method: string; state: string; error: string | null }>(
+        t.database.db,
+        sql`select method, state, error, created_at, settled_at from fleet_calls where install_id = ${install.id}
+            and method in ('deprovision', 'applyRouting') and (key like 'late-routing:%' or method = 'deprovision')`,
+      );
+      return rows.length === 2 && rows.every((r) => r.state !== 'queued') ? rows : null;
+    });
+    const routing = calls.find((c) => c.method === 'applyRouting');
+    assert.equal(calls.find((c) => c.method === 'deprovision')?.state, 'done', JSON.stringify(calls));
+    assert.equal(routing?.state, 'failed', `${JSON.stringify(calls)}\n${agent.output()}`);
+    assert.match(String(routing?.error), /was removed from this server/);
+    // The agent's own record (its DATA_DIR, read with the agent stopped) holds nothing of the install.
+    agent.child.kill('SIGTERM');
+    await agent.exited;
+    running.delete(agent);
+    const database = await openConfiguredDatabase(
+      loadConfig({ DATA_DIR: dataDir, HOSTING_DRIVER: 'simulated' }),
+    );
+    try {
+      const held = await queryRows<{ id: string }>(
+        database.db,
+        sql`select install_id as id from simulated_installs where install_id = ${install.id}
+            union select id from installs where id = ${install.id}`,
+      );
+      assert.deepEqual(held, [], 'the agent took the deleted install back');
+    } finally {
+      await database.close();
+    }
   });
 });
