@@ -66,6 +66,32 @@ async function tick() {
 const installsOn = async (serverId: string) =>
   (await t.admin.get(`/admin/v1/servers/${serverId}/installs`)).body.results.map((p: Json) => p.install_id);
 
+/** A server of its own region (capacity 5) and its enrolment token. */
+async function serverOfOwnRegion(prefix: string) {
+  const region = uniqueName('r-');
+  const created = await t.admin.post('/admin/v1/servers', {
+    name: uniqueName(prefix),
+    labels: { region },
+    capacity: { installs: 5 },
+  });
+  assert.equal(created.status, 201);
+  return { region, server: created.body.server as Json, token: created.body.enrolment.token as string };
+}
+
+/** An account in `region` with an owner and one install, provisioned through the region's agent. */
+async function provisionedInstall(region: string) {
+  const acct = await f.account({ preferred_data_center: region });
+  const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
+  const site = await f.site(owner.client, acct.id);
+  const install = await f.install(owner.client, acct.id, site.id, 'production');
+  await t.runJobs();
+  await until('the install provisioned', async () => {
+    await tick();
+    return (await owner.client.get(`/v1/installs/${install.id}`)).body.status === 'active';
+  });
+  return { owner, install };
+}
+
 describe('issue 30: hostplane agent', () => {
   it('issue 30: two agents: placement across them, a call for one never reaches the other, a killed agent silent, its work done once after restart', async () => {
     const region = uniqueName('r-');
@@ -149,32 +175,17 @@ describe('issue 30: hostplane agent', () => {
   });
 
   it("issue 30 (decision 228): an agent's report wakes the operation that waits on it: a backup completes with the control plane's clock standing still (not at its ask-again time, FLEET_CHECK_SECONDS later)", async () => {
-    const region = uniqueName('r-');
-    const created = await t.admin.post('/admin/v1/servers', {
-      name: uniqueName('srv-wake-'),
-      labels: { region },
-      capacity: { installs: 5 },
-    });
-    assert.equal(created.status, 201);
-    const server = created.body.server;
+    const { region, server, token } = await serverOfOwnRegion('srv-wake-');
     // Its backups take a second on the agent (reported pending, then done): the job that asked has
     // long written its ask-again (due) row when the report that settles the call comes.
-    startAgent(`wake-${server.id}`, created.body.enrolment.token, {
+    startAgent(`wake-${server.id}`, token, {
       SIMULATED_DURATIONS: INSTANT_DURATIONS.replace('backup=0', 'backup=1'),
     });
     await until('the agent heartbeats', async () => {
       const got = await t.admin.get(`/admin/v1/servers/${server.id}`);
       return got.body.status === 'live' && got.body.enrolled;
     });
-    const acct = await f.account({ preferred_data_center: region });
-    const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
-    const site = await f.site(owner.client, acct.id);
-    const install = await f.install(owner.client, acct.id, site.id, 'production');
-    await t.runJobs();
-    await until('the install provisioned', async () => {
-      await tick();
-      return (await owner.client.get(`/v1/installs/${install.id}`)).body.status === 'active';
-    });
+    const { owner, install } = await provisionedInstall(region);
     const backup = await owner.client.post(`/v1/installs/${install.id}/backups`, {
       description: 'woken by its report',
       notification_emails: ['ops@example.test'],
@@ -191,28 +202,13 @@ describe('issue 30: hostplane agent', () => {
   });
 
   it('issue 30 (decision 232): a call that reaches an agent after the install was deprovisioned there is refused, and the agent does not take the install back', async () => {
-    const region = uniqueName('r-');
-    const created = await t.admin.post('/admin/v1/servers', {
-      name: uniqueName('srv-late-'),
-      labels: { region },
-      capacity: { installs: 5 },
-    });
-    assert.equal(created.status, 201);
-    const server = created.body.server;
+    const { region, server, token } = await serverOfOwnRegion('srv-late-');
     const dataDir = path.join(work, `late-${server.id}`);
     const env = { DATA_DIR: dataDir };
-    let agent = startAgent(`late-${server.id}`, created.body.enrolment.token, env);
+    let agent = startAgent(`late-${server.id}`, token, env);
     const live = async () => (await t.admin.get(`/admin/v1/servers/${server.id}`)).body.status === 'live';
     await until('the agent heartbeats', live);
-    const acct = await f.account({ preferred_data_center: region });
-    const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
-    const site = await f.site(owner.client, acct.id);
-    const install = await f.install(owner.client, acct.id, site.id, 'production');
-    await t.runJobs();
-    await until('the install provisioned', async () => {
-      await tick();
-      return (await owner.client.get(`/v1/installs/${install.id}`)).body.status === 'active';
-    });
+    const { owner, install } = await provisionedInstall(region);
     const [placement] = await queryRows<{ generation: number }>(
       t.database.db,
       sql`select generation from install_placements where install_id = ${install.id}`,
