@@ -91,3 +91,30 @@ export async function reloadOrStart(
   if (await signalDaemon(pidFile, signal)) return;
   await startDaemon(command, args, logFile, pidFile, umask);
 }
+
+/** The pids whose parent is `pid` (from /proc: each process's stat line names its parent). */
+export async function childrenOf(pid: number): Promise<Set<number>> {
+  const children = new Set<number>();
+  for (const name of await fs.readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await fs.readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    // `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so from the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === pid) children.add(Number(name));
+  }
+  return children;
+}
+
+/**
+ * Waits (up to `timeoutMs`) until `pid` has a child that is not in `before`: after nginx's SIGHUP, its
+ * master has re-read the configuration and bound any new listening socket before it starts new
+ * workers, so a new child means the reload has taken effect (decision #234). False on the timeout.
+ */
+export async function untilNewChild(pid: number, before: Set<number>, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const child of await childrenOf(pid)) if (!before.has(child)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

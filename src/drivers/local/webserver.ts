@@ -3,7 +3,7 @@ import path from 'node:path';
 import * as files from './files.js';
 import { configPath, serverName, type WebPaths } from './names.js';
 import { run, TOOL_ENV, ToolError } from './run.js';
-import { livePid, reloadOrStart } from './supervise.js';
+import { childrenOf, livePid, reloadOrStart, untilNewChild } from './supervise.js';
 
 /**
  * nginx for the local driver's installs (issue 21): a configuration of Hostplane's own under
@@ -78,6 +78,9 @@ export interface WebPorts {
 }
 
 /** What marks a server block file that listens for TLS (the main file then has a TLS default server). */
+/** The longest a reload is waited for (decision #234); past it the operation goes on as before. */
+const RELOAD_WAIT_MS = 10_000;
+
 const tlsListen = (httpsPort: number) => `listen ${httpsPort} ssl;`;
 
 function mainConf(paths: WebPaths, sitesDir: string, httpPort: number, httpsPort: number | null) {
@@ -319,8 +322,15 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
     }
   }
 
-  /** Starts nginx when it is not running, else reloads it (the live files were checked). */
+  /**
+   * Starts nginx when it is not running, else reloads it (the live files were checked) and waits until
+   * the reload has taken effect: a SIGHUP returns at once, and an operation that completed on it was
+   * then served by the old configuration for a moment (a certificate's HTTPS port not yet bound under
+   * load, seen in a CI rehearsal; decision #234).
+   */
   async function startOrReload() {
+    const master = await livePid(paths.nginxPid);
+    const before = master ? await childrenOf(master) : null;
     await reloadOrStart(
       paths.nginxPid,
       'SIGHUP',
@@ -328,6 +338,8 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
       ['-c', paths.nginxConf],
       path.join(paths.logs, 'nginx-start.log'),
     );
+    if (master && before && (await livePid(paths.nginxPid)) === master)
+      await untilNewChild(master, before, RELOAD_WAIT_MS);
   }
 
   /**
