@@ -164,22 +164,11 @@ async function main() {
     }
   });
   const filesBytes = Number(execFileSync('du', ['-sb', publicDir], { encoding: 'utf8' }).split('\t')[0]);
-  const tableMb = execFileSync(
-    'ip',
-    [
-      'netns',
-      'exec',
-      hosting.ns.servers[first]?.name ?? '',
-      'mariadb',
-      '--no-defaults',
-      '-h127.0.0.1',
-      '-uroot',
-      '-N',
-      '-e',
+  const tableMb = hosting
+    .sql(
+      first,
       `ANALYZE TABLE ${slugOf(id)}.bench; SELECT ROUND(SUM(data_length + index_length) / 1048576) FROM information_schema.tables WHERE table_schema = '${slugOf(id)}'`,
-    ],
-    { encoding: 'utf8' },
-  )
+    )
     .trim()
     .split('\n')
     .at(-1);

@@ -1,4 +1,4 @@
-import { asc, eq, inArray, lte, sql } from 'drizzle-orm';
+import { asc, eq, inArray, lte, type SQL, sql } from 'drizzle-orm';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/client.js';
 import { dueJobs } from '../db/schema.js';
@@ -50,6 +50,29 @@ export async function cancelDue(tx: Db, key: string): Promise<void> {
 const BATCH = 100;
 
 /**
+ * In `tx`: up to `limit` due rows matching `where` (locked; rows another sweeper holds are skipped)
+ * sent to the queue and deleted, earliest first. Answers how many.
+ */
+async function sendDue(tx: Db, queue: Pick<JobQueue, 'enqueue'>, where: SQL, limit: number) {
+  const rows = await tx
+    .select({ id: dueJobs.id, name: dueJobs.name, payload: dueJobs.payload })
+    .from(dueJobs)
+    .where(where)
+    .orderBy(asc(dueJobs.run_at))
+    .limit(limit)
+    .for('update', { skipLocked: true });
+  for (const row of rows) await queue.enqueue(tx, row.name as JobName, row.payload as never);
+  if (rows.length > 0)
+    await tx.delete(dueJobs).where(
+      inArray(
+        dueJobs.id,
+        rows.map((r) => r.id),
+      ),
+    );
+  return rows.length;
+}
+
+/**
  * Moves due rows into the queue: each row is deleted and its job sent in one transaction, so a
  * crash in between loses nothing and sends nothing twice. Several sweepers may run at once
  * (SKIP LOCKED). Returns how many jobs it enqueued.
@@ -58,24 +81,7 @@ export async function sweepDue(db: Db, queue: Pick<JobQueue, 'enqueue'>, clock: 
   let total = 0;
   for (;;) {
     const now = clock.now();
-    const moved = await withTransaction(db, async (tx) => {
-      const rows = await tx
-        .select({ id: dueJobs.id, name: dueJobs.name, payload: dueJobs.payload })
-        .from(dueJobs)
-        .where(lte(dueJobs.run_at, now))
-        .orderBy(asc(dueJobs.run_at))
-        .limit(BATCH)
-        .for('update', { skipLocked: true });
-      for (const row of rows) await queue.enqueue(tx, row.name as JobName, row.payload as never);
-      if (rows.length > 0)
-        await tx.delete(dueJobs).where(
-          inArray(
-            dueJobs.id,
-            rows.map((r) => r.id),
-          ),
-        );
-      return rows.length;
-    });
+    const moved = await withTransaction(db, (tx) => sendDue(tx, queue, lte(dueJobs.run_at, now), BATCH));
     total += moved;
     if (moved < BATCH) return total;
   }
@@ -87,15 +93,7 @@ export async function sweepDue(db: Db, queue: Pick<JobQueue, 'enqueue'>, clock: 
  * has happened). A row a sweeper holds (SKIP LOCKED) or no row at all: nothing. True when enqueued.
  */
 export async function sweepKey(tx: Db, queue: Pick<JobQueue, 'enqueue'>, key: string): Promise<boolean> {
-  const [row] = await tx
-    .select({ id: dueJobs.id, name: dueJobs.name, payload: dueJobs.payload })
-    .from(dueJobs)
-    .where(eq(dueJobs.key, key))
-    .for('update', { skipLocked: true });
-  if (!row) return false;
-  await queue.enqueue(tx, row.name as JobName, row.payload as never);
-  await tx.delete(dueJobs).where(eq(dueJobs.id, row.id));
-  return true;
+  return (await sendDue(tx, queue, eq(dueJobs.key, key), 1)) > 0;
 }
 
 /** The earliest due time (diagnostics and the admin clock's answer). */

@@ -162,24 +162,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
 
   /** The hosting databases (`hp_...`) in server `i`'s own MariaDB (asked inside its namespace). */
   const databasesOn = (i: number) =>
-    execFileSync(
-      'ip',
-      [
-        'netns',
-        'exec',
-        hosting.ns.servers[i]?.name ?? '',
-        'mariadb',
-        '--no-defaults',
-        '-h127.0.0.1',
-        '-uroot',
-        '-N',
-        '-e',
-        "SHOW DATABASES LIKE 'hp\\_%'",
-      ],
-      { encoding: 'utf8' },
-    )
-      .split('\n')
-      .filter(Boolean);
+    hosting.sql(i, "SHOW DATABASES LIKE 'hp\\_%'").split('\n').filter(Boolean);
   const slugOf = (id: string) => `hp_${id.replace(/-/g, '')}`;
 
   async function backup(installId: string, description: string) {
@@ -634,24 +617,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       ms,
     );
   }
-  /** Runs SQL in server `i`'s own MariaDB; its output. */
-  const sqlOn = (i: number, statement: string) =>
-    execFileSync(
-      'ip',
-      [
-        'netns',
-        'exec',
-        hosting.ns.servers[i]?.name ?? '',
-        'mariadb',
-        '--no-defaults',
-        '-h127.0.0.1',
-        '-uroot',
-        '-N',
-        '-e',
-        statement,
-      ],
-      { encoding: 'utf8' },
-    );
+  const sqlOn = hosting.sql;
   /** What server `i` holds of an install: its files, its database, its PHP-FPM pool. */
   const holds = (i: number, installId: string) => {
     const server = hosting.servers[i];

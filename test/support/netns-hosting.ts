@@ -189,6 +189,15 @@ export async function netnsHosting(count: number, options: NetnsOptions = {}) {
       await agent.exited;
       (servers[i] as HostingServer).agent = null;
     },
+    /** Runs SQL in server `i`'s own MariaDB (as root, inside its namespace); its output (`-N`: no headers). */
+    sql(i: number, statement: string) {
+      const [cmd, ...prefix] = ns.prefix(i);
+      return execFileSync(
+        cmd ?? 'ip',
+        [...prefix, 'mariadb', '--no-defaults', '-h127.0.0.1', '-uroot', '-N', '-e', statement],
+        { encoding: 'utf8' },
+      );
+    },
     /** Runs `hook` once the agents and namespaces are gone (e.g. the control plane's connections closed). */
     onRemove(hook: () => void) {
       removing.push(hook);

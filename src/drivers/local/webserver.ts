@@ -77,10 +77,10 @@ export interface WebPorts {
   https: number;
 }
 
-/** What marks a server block file that listens for TLS (the main file then has a TLS default server). */
 /** The longest a reload is waited for (decision #234); past it the operation goes on as before. */
 const RELOAD_WAIT_MS = 10_000;
 
+/** What marks a server block file that listens for TLS (the main file then has a TLS default server). */
 const tlsListen = (httpsPort: number) => `listen ${httpsPort} ssl;`;
 
 function mainConf(paths: WebPaths, sitesDir: string, httpPort: number, httpsPort: number | null) {

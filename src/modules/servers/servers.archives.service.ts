@@ -21,11 +21,7 @@ interface ArchiveMeta {
 }
 
 const SHA256 = /^[0-9a-f]{64}$/;
-/**
- * The calls whose agent uploads an archive: a backup another server reads, a backup's download (#225)
- * or a backup a move carries (#226).
- */
-const UPLOADS = new Set(['backup', 'exportArchive']);
+const UPLOADS = new Set(repo.ARCHIVE_UPLOADS);
 
 /**
  * Issue 30 (decision #195): backups' archives crossing hosting servers through the control plane.

@@ -17,6 +17,8 @@ import {
 import * as repo from './servers.repo.js';
 
 type Where = { serverId: string; generation: number };
+/** Each carried backup by id: its snapshot on the source and on the target (decision #226). */
+type Carried = Map<string, { from: Snapshot; to: Snapshot }>;
 type Payload = { operation_id: string };
 
 /** The step did not finish: ask again at `checkAt`. */
@@ -125,7 +127,7 @@ export function createMoveJob(deps: MovesDeps) {
       }
     };
     const outcomes = await Promise.allSettled((await deps.backups.carriable(install.id)).map(carryOne));
-    const carried = new Map<string, { from: Snapshot; to: Snapshot }>();
+    const carried: Carried = new Map();
     let later: Later | null = null;
     let failure: unknown = null;
     for (const outcome of outcomes) {
@@ -148,11 +150,7 @@ export function createMoveJob(deps: MovesDeps) {
    * being taken or one completed that was not carried (taken during the move): the step goes around
    * and carries it first (decision #226).
    */
-  async function adoptCarried(
-    tx: Db,
-    installId: string,
-    carried: Map<string, { from: Snapshot; to: Snapshot }>,
-  ) {
+  async function adoptCarried(tx: Db, installId: string, carried: Carried) {
     if ((await deps.backups.unfinished(tx, installId)) > 0) return false;
     const completed = await deps.backups.carriable(installId, tx);
     const missed = completed.some((b) => !isDeepStrictEqual(carried.get(b.id)?.from, b.snapshot));
@@ -234,7 +232,7 @@ export function createMoveJob(deps: MovesDeps) {
       return rollback(op, install, state, target);
 
     if (state.phase !== 'switched') {
-      let carried = new Map<string, { from: Snapshot; to: Snapshot }>();
+      let carried: Carried = new Map();
       try {
         // 0. The install made on the target (its system user, database account, pool: what a
         // restore swaps into); 1. a copy while the source serves, its archive crossing through the

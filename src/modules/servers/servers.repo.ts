@@ -273,17 +273,19 @@ export async function callByKey(db: Db, method: string, key: string): Promise<Ca
   return row ?? null;
 }
 
-/** The ids of the backup calls whose key starts with `prefix` (a move's: `move:<operation>:`). */
+/**
+ * The calls whose agent uploads an archive to the control plane: a backup another server reads, a
+ * backup's download (#225) or a backup a move carries (#226).
+ */
+export const ARCHIVE_UPLOADS: readonly string[] = ['backup', 'exportArchive'];
+
+/** The ids of the uploading calls whose key starts with `prefix` (a move's: `move:<operation>:`). */
 export async function backupCallIds(db: Db, prefix: string): Promise<string[]> {
   const rows = await db
     .select({ id: fleetCalls.id })
     .from(fleetCalls)
     .where(
-      and(
-        // A move's exportArchive calls upload the backups it carries (decision #226).
-        inArray(fleetCalls.method, ['backup', 'exportArchive']),
-        sql`starts_with(${fleetCalls.key}, ${prefix})`,
-      ),
+      and(inArray(fleetCalls.method, [...ARCHIVE_UPLOADS]), sql`starts_with(${fleetCalls.key}, ${prefix})`),
     );
   return rows.map((r) => r.id);
 }
