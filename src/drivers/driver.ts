@@ -47,6 +47,30 @@ export interface Snapshot {
    * fetch (a copy or move across servers): the backup call's id, the archive's SHA-256 and length.
    */
   archive?: { id: string; sha256: string; bytes: number };
+  /**
+   * Issue 30 (decision #235): the backup holds only what changed since the backup at `base` (its
+   * location on the same server): a move's final sync. Restored only onto the copy of that base,
+   * which its restore checks against the whole source as it was.
+   */
+  incremental?: { base: string };
+}
+
+/**
+ * What a backup call is asked (the install, and for a move's copy and final sync, decision #235):
+ * `index_files` keeps an index of the tree taken before its archive (for a later incremental backup);
+ * `changes_since` takes only what changed since the backup at `location` (which kept its index), the
+ * tables whose fingerprints differ from `tables` (the target's, as its copy loaded them). A driver
+ * that cannot answers a whole backup (no `incremental` in its snapshot).
+ */
+export type BackupRequest = InstallRef & {
+  index_files?: boolean;
+  changes_since?: { location: string; tables: Record<string, string> };
+};
+
+export interface RestoreResult {
+  wp_version: string | null;
+  /** Asked with `table_fingerprints` (decision #235): each table's, as the restore left it. */
+  table_fingerprints?: Record<string, string>;
 }
 
 export interface DiskUsage {
@@ -186,11 +210,17 @@ export interface HostingDriver {
     ctx: CallContext,
     input: CopyRequest,
   ): Promise<DriverResult<{ wp_version: string | null; copied_tables: string[] }>>;
-  backup(ctx: CallContext, install: InstallRef): Promise<DriverResult<Snapshot>>;
+  backup(ctx: CallContext, install: BackupRequest): Promise<DriverResult<Snapshot>>;
   restore(
     ctx: CallContext,
-    input: { install: InstallRef; snapshot: Snapshot; restore_database: boolean },
-  ): Promise<DriverResult<{ wp_version: string | null }>>;
+    input: {
+      install: InstallRef;
+      snapshot: Snapshot;
+      restore_database: boolean;
+      /** Issue 30 (decision #235): the restored tables' fingerprints answered (a move's copy). */
+      table_fingerprints?: boolean;
+    },
+  ): Promise<DriverResult<RestoreResult>>;
   measureDisk(ctx: CallContext, install: InstallRef): Promise<DriverResult<DiskUsage>>;
   purgeCache(
     ctx: CallContext,

@@ -9,10 +9,11 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../../src/db/client.js';
+import { createSecretBox } from '../../src/secrets.js';
 import { startDnsServer } from '../support/dns-server.js';
 import { addDomain, uniqueDomain, verifyDomain } from '../support/domains.js';
 import { factories } from '../support/factories.js';
-import { buildTestApp, clientFor, type Json, uniqueName } from '../support/harness.js';
+import { buildTestApp, clientFor, type Json, SECRET_KEY, uniqueName } from '../support/harness.js';
 import { operationPath } from '../support/jobs.js';
 import { agentOutput, NETNS_TOOLS, netnsHosting } from '../support/netns-hosting.js';
 import { testSshKey } from '../support/ssh-keys.js';
@@ -908,11 +909,34 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     // next tick can switch (the jobs run only in tick()), a write there answers 503 with Retry-After
     // while a read is served.
     let frozen: { write: Json; read: number; ssh: boolean } | null = null;
+    // Decision #235: what changes on the source after its copy was taken (a file written, one removed,
+    // a row added), before the final sync is asked (the jobs run only in tick(): at least one tick
+    // lies between the copy's backup and the final one).
+    let changedAfterCopy = false;
+    const sourceDir = path.join(hosting.servers[0]?.hostingRoot ?? '', 'installs', slugOf(id), 'public');
     const view = await until(
       'the move',
       async () => {
         await tick();
         const got = (await t.admin.get(`/admin/v1/installs/${id}/move`)).body;
+        if (!changedAfterCopy && got.move?.operation_id) {
+          const [copy] = await queryRows<{ state: string }>(
+            t.database.db,
+            sql`select state from fleet_calls where key = ${`move:${got.move.operation_id}:copy-backup`}`,
+          );
+          if (copy?.state === 'done') {
+            changedAfterCopy = true;
+            const ownerOf = fs.statSync(sourceDir);
+            const file = path.join(sourceDir, 'wp-content', 'after-the-copy.txt');
+            fs.writeFileSync(file, 'written after the copy', { mode: 0o640 });
+            fs.chownSync(file, ownerOf.uid, ownerOf.gid);
+            fs.rmSync(path.join(sourceDir, 'readme.html'), { force: true });
+            sqlOn(
+              0,
+              `INSERT INTO ${slugOf(id)}.wp_options (option_name, option_value) VALUES ('after_the_copy', 'yes')`,
+            );
+          }
+        }
         if (!frozen && got.move?.phase === 'syncing') {
           const [call] = await queryRows<{ state: string }>(
             t.database.db,
@@ -974,6 +998,42 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       assert.deepEqual(domain.network_details.dns_config_info.a_records, [addressOf(1)]);
     assert.deepEqual(holds(0, id), { files: false, database: false, pool: false });
     assert.deepEqual(holds(1, id), { files: true, database: true, pool: true });
+    // Decision #235: the final sync carried only the changes since the copy (a few KB, not the
+    // site), the target checked itself (no whole backup of it to compare), and the changes arrived.
+    assert.ok(changedAfterCopy, 'the source changed after its copy');
+    const calls = await queryRows<{ id: string; key: string; result_sealed: string | null }>(
+      t.database.db,
+      sql`select id, key, result_sealed from fleet_calls where key like ${`move:${view.move.operation_id}:%`}`,
+    );
+    const resultOf = (step: string): Json | null => {
+      const c = calls.find((x) => x.key.endsWith(`:${step}`));
+      return c?.result_sealed
+        ? (JSON.parse(
+            createSecretBox(SECRET_KEY).open(c.result_sealed, `fleet-call:${c.id}`).toString('utf8'),
+          ) as Json)
+        : null;
+    };
+    const [copy, final] = [resultOf('copy-backup'), resultOf('final-backup')];
+    assert.ok(final?.incremental, `the final backup was incremental: ${JSON.stringify(final)}`);
+    assert.ok(
+      Number(final.archive?.bytes) * 10 < Number(copy?.archive?.bytes),
+      `the final sync moved ${final.archive?.bytes} bytes, the copy ${copy?.archive?.bytes}`,
+    );
+    assert.ok(!calls.some((c) => c.key.endsWith(':verify')), 'no whole backup of the target');
+    const targetDir = path.join(hosting.servers[1]?.hostingRoot ?? '', 'installs', slugOf(id), 'public');
+    assert.equal(
+      fs.readFileSync(path.join(targetDir, 'wp-content', 'after-the-copy.txt'), 'utf8'),
+      'written after the copy',
+    );
+    assert.equal(
+      fs.existsSync(path.join(targetDir, 'readme.html')),
+      false,
+      'a file removed after the copy is gone',
+    );
+    assert.match(
+      sqlOn(1, `SELECT option_value FROM ${slugOf(id)}.wp_options WHERE option_name = 'after_the_copy'`),
+      /yes/,
+    );
     const old = await get(addressOf(0), cname);
     assert.ok(old === null || old.status !== 200, `the old server still serves it: ${old?.status}`);
     moved.server = 1;

@@ -1,12 +1,16 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import readline from 'node:readline';
 import type { Readable } from 'node:stream';
 import {
   type ArchiveSource,
+  type BackupRequest,
   type CallContext,
   DriverError,
   type HostingDriver,
-  type InstallRef,
+  type RestoreResult,
   type Snapshot,
 } from '../driver.js';
 import { type TarEntry, tarSize, tarStream } from '../tar.js';
@@ -20,6 +24,17 @@ import { databaseNames, installSlug, keySlug, pathsOf, stagingDir } from './name
 import { allOrAbort } from './run.js';
 import { discardStaging, recover, stageDatabase, swapStaged } from './staging.js';
 import * as tenant from './tenant.js';
+import {
+  diffIndex,
+  type ExpectedEntry,
+  expectedOf,
+  indexFromRows,
+  indexRows,
+  parseIndex,
+  sameIndex,
+  type TreeIndex,
+  treeMismatch,
+} from './tree-index.js';
 
 /**
  * Backups, restores and the backups' downloadable archives. A backup is a directory under
@@ -37,11 +52,50 @@ interface Manifest {
   wp_version: string | null;
   files: { archive: string; tree_bytes: number; archive_bytes: number; sha256: string };
   database: { dump: string; dump_bytes: number; sha256: string; tables: Record<string, number> };
+  /** Issue 30 (decision #235): the tree's index taken before the archive, kept beside it (index_files). */
+  index?: string;
+  /** Issue 30 (decision #235): an incremental backup: what changed since the backup at `base`. */
+  delta?: Delta;
+}
+
+/** What an incremental backup (a move's final sync) holds besides its changed files and tables. */
+interface Delta {
+  /** The backup the changes are taken since (its location, on the source). */
+  base: string;
+  /** Entries the target removes before the changed ones are extracted (tree-index.ts diffIndex). */
+  remove: string[];
+  /** Tables in the dump (rows, definition or triggers changed), dropped, and kept (with the target's own fingerprints, checked). */
+  tables: { changed: string[]; dropped: string[]; kept: Record<string, string> };
+  /** The source's whole tree as it was (what the target must hold after, tree-index.ts treeMismatch). */
+  expected: ExpectedEntry[];
+  /** SHA-256 of the dump of the changed tables (dumpSha256), and their triggers' fingerprints (the third part of mariadb.fingerprints). */
+  dump_sha256: string;
+  triggers: Record<string, string>;
+}
+
+/**
+ * SHA-256 of a dump's tables (definitions and rows), decision #235: its comments (the server's name
+ * and version, the database's) and its trigger blocks (as each server defines them again; compared
+ * by their fingerprints) left out.
+ */
+async function dumpSha256(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  let triggers = false;
+  for await (const line of readline.createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    if (line === 'DELIMITER ;;') triggers = true;
+    else if (line === 'DELIMITER ;') triggers = false;
+    else if (!triggers && !line.startsWith('-- ')) hash.update(`${line}\n`);
+  }
+  return hash.digest('hex');
 }
 
 const FILES_ARCHIVE = 'files.tar.gz';
 const DB_DUMP = 'database.sql';
 const MANIFEST = 'manifest.json';
+/** The tree's index a backup asked with `index_files` keeps (root's only, never exported). */
+const INDEX = 'index.json';
+/** The target's own wp-config.php (written for its database by the restore): not compared with the source's. */
+const TARGET_OWN = new Set(['wp-config.php']);
 /** Where a snapshot's backup lives, relative to HOSTING_ROOT/backups (checked before use). */
 const LOCATION = /^hp_[0-9a-f]{32}\/(move\.)?[0-9a-f-]{36}(\.[a-z][a-z-]{0,31})?$/;
 
@@ -92,29 +146,48 @@ export function backupOperations(
 
   const backupDir = (location: string) => backupDirOf(hostingRoot, location);
 
-  async function takeBackup(install: InstallRef, key: string, signal: AbortSignal): Promise<Snapshot> {
+  /** A root-only temporary directory in the install's backups (0700), emptied first. */
+  async function rootTemp(installId: string, name: string, signal: AbortSignal) {
+    const backups = pathsOf(hostingRoot, installId).backups;
+    const tmp = path.join(backups, name);
+    await files.remove(tmp, signal);
+    // Issue 28: backups are root's only (directories 0700, files 0600): they hold wp-config.php.
+    for (const dir of [path.dirname(backups), backups, tmp]) {
+      await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+      await fs.chmod(dir, 0o700);
+    }
+    return tmp;
+  }
+
+  async function takeBackup(install: BackupRequest, key: string, signal: AbortSignal): Promise<Snapshot> {
     const paths = pathsOf(hostingRoot, install.id);
     const location = `${installSlug(install.id)}/${keySlug(key)}`;
     const dir = backupDir(location);
     const finished = await readManifest(dir);
     if (finished) return snapshotOf(finished, location);
     // Written under a temporary name, renamed when complete: a crash leaves only the temporary one.
-    const tmp = path.join(paths.backups, `.tmp-${keySlug(key)}`);
-    await files.remove(tmp, signal);
-    // Issue 28: backups are root's only (directories 0700, files 0600): they hold wp-config.php.
-    for (const dir of [path.dirname(paths.backups), paths.backups, tmp]) {
-      await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-      await fs.chmod(dir, 0o700);
-    }
+    const tmp = await rootTemp(install.id, `.tmp-${keySlug(key)}`, signal);
     const n = databaseNames(install.id);
     const archive = path.join(tmp, FILES_ARCHIVE);
     const dump = path.join(tmp, DB_DUMP);
-    // The files' tar+gzip and the database's dump are independent processes: side by side (one
-    // core each), so a backup takes the longer of the two, not their sum (bench/README.md, issue 21).
-    await allOrAbort(signal, [
-      (s) => files.tarDirectory(paths.public, archive, s),
-      (s) => mariadb.dump(n.db, dump, s),
-    ]);
+    const since = install.changes_since ? await baseIndexOf(install.changes_since.location) : null;
+    let delta: Delta | undefined;
+    if (since && install.changes_since) {
+      delta = await takeChanges(install.id, since, install.changes_since, archive, dump, signal);
+    } else {
+      // Decision #235: the index first, so that whatever changes during the archive differs from it.
+      if (install.index_files) {
+        const owner = (await tenant.ownerOf(paths.public)) ?? tenant.ROOT;
+        const index = parseIndex(await tenant.indexTree(owner, paths.public, signal));
+        await fs.writeFile(path.join(tmp, INDEX), JSON.stringify(indexRows(index)), { mode: 0o600 });
+      }
+      // The files' tar+gzip and the database's dump are independent processes: side by side (one
+      // core each), so a backup takes the longer of the two, not their sum (bench/README.md, issue 21).
+      await allOrAbort(signal, [
+        (s) => files.tarDirectory(paths.public, archive, s),
+        (s) => mariadb.dump(n.db, dump, s),
+      ]);
+    }
     await midway('backup', signal);
     const [wpVersion, treeBytes, archiveStat, archiveSum, dumpStat, dumpSum, tables] = await Promise.all([
       files.readWpVersion(paths.public, signal),
@@ -138,17 +211,170 @@ export function backupOperations(
         sha256: archiveSum,
       },
       database: { dump: DB_DUMP, dump_bytes: dumpStat.size, sha256: dumpSum, tables },
+      ...(install.index_files && !delta && { index: INDEX }),
+      ...(delta && { delta }),
     };
-    await fs.writeFile(path.join(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+    // An incremental backup's manifest lists the whole tree: written compact.
+    const text = delta ? JSON.stringify(manifest) : JSON.stringify(manifest, null, 2);
+    await fs.writeFile(path.join(tmp, MANIFEST), `${text}\n`, { mode: 0o600 });
     for (const name of [FILES_ARCHIVE, DB_DUMP, MANIFEST]) await fs.chmod(path.join(tmp, name), 0o600);
     await fs.rename(tmp, dir);
     return snapshotOf(manifest, location);
   }
 
+  /** The index the backup at `location` kept (null: it kept none, or it is gone: a whole backup is taken). */
+  async function baseIndexOf(location: string) {
+    const dir = backupDir(location);
+    const manifest = await readManifest(dir);
+    if (!manifest?.index) return null;
+    return indexFromRows(JSON.parse(await fs.readFile(path.join(dir, INDEX), 'utf8')));
+  }
+
+  /**
+   * Decision #235, on the source (its writes frozen): the tree indexed and the tables fingerprinted
+   * first (as the copy's backup did), then only what differs archived and dumped, side by side.
+   */
+  async function takeChanges(
+    installId: string,
+    base: TreeIndex,
+    { location, tables: targetTables }: NonNullable<BackupRequest['changes_since']>,
+    archive: string,
+    dump: string,
+    signal: AbortSignal,
+  ): Promise<Delta> {
+    const live = pathsOf(hostingRoot, installId).public;
+    const owner = (await tenant.ownerOf(live)) ?? tenant.ROOT;
+    const n = databaseNames(installId);
+    const indexNow = async () => parseIndex(await tenant.indexTree(owner, live, signal));
+    let [now, prints] = await Promise.all([indexNow(), mariadb.fingerprints(n.db)]);
+    let remove: string[] = [];
+    let changed: string[] = [];
+    // Reads still run during the freeze (a plugin may write a cache file): when the tree changed while
+    // it was archived, the changes are taken again (a few times), so that the list the target is
+    // checked against is the tree the archive holds.
+    for (let attempt = 1; ; attempt++) {
+      const diff = diffIndex(base, now);
+      remove = diff.remove;
+      changed = Object.keys(prints)
+        .filter((t) => prints[t] !== targetTables[t])
+        .sort();
+      const tables = changed;
+      for (const file of [archive, dump]) await fs.rm(file, { force: true });
+      await allOrAbort(signal, [
+        (s) => tenant.archivePaths(owner, live, diff.send, archive, s),
+        (s) =>
+          tables.length > 0 ? mariadb.dump(n.db, dump, s, tables) : fs.writeFile(dump, '', { mode: 0o600 }),
+      ]);
+      const after = await indexNow();
+      if (sameIndex(now, after) || attempt >= 3) break;
+      [now, prints] = [after, await mariadb.fingerprints(n.db)];
+    }
+    const dropped = Object.keys(targetTables)
+      .filter((t) => !Object.hasOwn(prints, t))
+      .sort();
+    const kept = Object.fromEntries(
+      Object.entries(prints).filter(([t, print]) => print === targetTables[t] && !changed.includes(t)),
+    );
+    return {
+      base: location,
+      remove,
+      tables: { changed, dropped, kept },
+      expected: expectedOf(now),
+      dump_sha256: await dumpSha256(dump),
+      triggers: Object.fromEntries(changed.map((t) => [t, triggersPart(prints[t])])),
+    };
+  }
+
   const verifiedBackup = (snapshot: Snapshot) => verifiedBackupAt(hostingRoot, snapshot);
 
+  /**
+   * Decision #235, on the target (not serving the install yet; its tree and tables are the copy the
+   * changes were taken against): the entries gone or retyped removed and the changed ones extracted,
+   * both as the tree's owner, in the live tree; the changed tables staged and swapped in, the dropped
+   * ones dropped; then the whole install checked against the source as it was: every file, directory
+   * and link (tree-index.ts treeMismatch), the kept tables' fingerprints as the copy left them, the
+   * changed tables dumped again to the source's dump's SHA-256. A mismatch fails for good (the move
+   * rolls back). A retry does the same work again over the same changes (each step converges).
+   */
+  async function applyChanges(
+    id: string,
+    snapshot: Snapshot,
+    backup: Awaited<ReturnType<typeof verifiedBackup>> & { manifest: { delta?: Delta } },
+    restoreDatabase: boolean,
+    call: CallContext,
+  ): Promise<RestoreResult> {
+    const delta = backup.manifest.delta as Delta;
+    const live = pathsOf(hostingRoot, id).public;
+    const owner = await tenant.ownerOf(live);
+    if (!owner) throw new DriverError('restore', 'the install has no copy here to apply changes to', true);
+    const n = databaseNames(id);
+    await tenant.removePaths(owner, live, delta.remove, call.signal);
+    await tenant.extractArchive(owner, backup.archive, live, 'restore', call.signal);
+    await ctx.web?.adopt(id, live, await accountOf(ctx, id), call.signal);
+    const { changed, dropped, kept } = delta.tables;
+    if (restoreDatabase && changed.length > 0) {
+      const staging = stagingDir(hostingRoot, id, call.key);
+      let triggers: Trigger[];
+      try {
+        triggers = await stageDatabase(ctx, id, backup.dump, call.signal);
+      } catch (err) {
+        await discardStaging(ctx, id, staging);
+        throw err;
+      }
+      await swapStaged(
+        ctx,
+        id,
+        {
+          operation: 'restore',
+          key: call.key,
+          staging,
+          tree: null,
+          tables: { only: [...changed, ...dropped], triggers },
+        },
+        call.signal,
+      );
+    } else if (restoreDatabase) await mariadb.dropTables(n.db, dropped);
+    await midway('restore', call.signal);
+    const [actual, prints] = await Promise.all([
+      tenant.indexTree(owner, live, call.signal).then(parseIndex),
+      mariadb.fingerprints(n.db),
+    ]);
+    const wrong = treeMismatch(delta.expected, actual, TARGET_OWN);
+    if (restoreDatabase) {
+      const names = Object.keys(prints).sort();
+      const want = [...Object.keys(kept), ...changed].sort();
+      if (names.join('\0') !== want.join('\0'))
+        wrong.push(`the tables are ${JSON.stringify(names)} here, ${JSON.stringify(want)} on the source`);
+      for (const [table, print] of Object.entries(kept))
+        if (prints[table] !== print) wrong.push(`table ${JSON.stringify(table)} changed here since the copy`);
+      for (const table of changed)
+        if (triggersPart(prints[table]) !== delta.triggers[table])
+          wrong.push(`the triggers of table ${JSON.stringify(table)} differ from the source's`);
+      if (changed.length > 0) {
+        const tmp = await rootTemp(id, `.tmp-check-${keySlug(call.key)}`, call.signal);
+        try {
+          const again = path.join(tmp, DB_DUMP);
+          await mariadb.dump(n.db, again, call.signal, changed);
+          if ((await dumpSha256(again)) !== delta.dump_sha256)
+            wrong.push(`the changed tables ${JSON.stringify(changed)} do not dump as the source's did`);
+        } finally {
+          await files.remove(tmp).catch(() => undefined);
+        }
+      }
+    }
+    if (wrong.length > 0)
+      throw new DriverError(
+        'restore',
+        `the copy here does not match the source after its changes: ${wrong.slice(0, 5).join('; ')}`,
+        true,
+      );
+    await ctx.web?.purgePage(id);
+    await removeImported(hostingRoot, snapshot);
+    return { wp_version: backup.manifest.wp_version };
+  }
+
   return {
-    backup: (call: CallContext, install: InstallRef) =>
+    backup: (call: CallContext, install: BackupRequest) =>
       once(
         'backup',
         call,
@@ -160,10 +386,7 @@ export function backupOperations(
         true,
       ),
 
-    restore: (
-      call: CallContext,
-      input: { install: InstallRef; snapshot: Snapshot; restore_database: boolean },
-    ) =>
+    restore: (call: CallContext, input: Parameters<HostingDriver['restore']>[1]) =>
       once(
         'restore',
         call,
@@ -172,6 +395,8 @@ export function backupOperations(
           const id = input.install.id;
           await recover(ctx, id, call.signal);
           const backup = await verifiedBackup(input.snapshot);
+          if (backup.manifest.delta)
+            return applyChanges(id, input.snapshot, backup, input.restore_database, call);
           const live = pathsOf(hostingRoot, id).public;
           const staging = stagingDir(hostingRoot, id, call.key);
           await files.remove(staging, call.signal);
@@ -208,7 +433,12 @@ export function backupOperations(
           // Issue 21: the page cache holds pages of before the restore.
           await ctx.web?.purgePage(id);
           await removeImported(hostingRoot, input.snapshot);
-          return { wp_version: backup.manifest.wp_version };
+          return {
+            wp_version: backup.manifest.wp_version,
+            ...(input.table_fingerprints && {
+              table_fingerprints: await mariadb.fingerprints(databaseNames(id).db),
+            }),
+          };
         },
         true,
       ),
@@ -313,10 +543,14 @@ async function readManifest(dir: string): Promise<Manifest | null> {
   }
 }
 
+/** The triggers' part of a table's fingerprint (database.ts fingerprints: rows, definition, triggers). */
+const triggersPart = (print: string | undefined) => print?.split(':')[2] ?? '';
+
 const snapshotOf = (manifest: Manifest, location: string): Snapshot => ({
   wp_version: manifest.wp_version,
   file_bytes: manifest.files.tree_bytes,
   db_tables: manifest.database.tables,
   location,
   checksums: { files: manifest.files.sha256, database: manifest.database.sha256 },
+  ...(manifest.delta && { incremental: { base: manifest.delta.base } }),
 });

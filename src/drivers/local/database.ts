@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type mysql from 'mysql2/promise';
 import { run } from './run.js';
 
@@ -208,6 +209,53 @@ export function createMariaDb(url: string) {
         env: clientEnv,
         stdin: file,
       });
+    },
+
+    /**
+     * Issue 30 (decision #235): a fingerprint of each base table of `db`, `rows:definition:triggers`:
+     * its rows (CHECKSUM TABLE), its definition (SHOW CREATE TABLE) and its triggers (without their
+     * definer, which each server sets), so a table whose rows, columns, indexes or triggers changed
+     * has another. Computed by one server at two times, equal fingerprints are equal tables.
+     */
+    async fingerprints(db: string): Promise<Record<string, string>> {
+      const tables = Object.keys(await tablesOf(db));
+      if (tables.length === 0) return {};
+      const conn = await (await pool()).getConnection();
+      try {
+        const [sums] = await conn.query<mysql.RowDataPacket[]>(
+          `CHECKSUM TABLE ${tables.map((t) => `${ident(db)}.${tableIdent(t)}`).join(', ')}`,
+        );
+        const rowsOf = new Map(sums.map((r) => [String(r.Table), String(r.Checksum)]));
+        const [triggers] = await conn.query<mysql.RowDataPacket[]>(
+          `SELECT event_object_table AS tbl, trigger_name AS name, action_timing AS timing,
+                  event_manipulation AS event, action_order AS ord, action_statement AS statement,
+                  sql_mode AS mode
+             FROM information_schema.triggers WHERE trigger_schema = ?
+            ORDER BY event_object_table, action_timing, event_manipulation, action_order`,
+          [db],
+        );
+        const out: Record<string, string> = {};
+        for (const table of tables) {
+          const [created] = await conn.query<mysql.RowDataPacket[]>(
+            `SHOW CREATE TABLE ${ident(db)}.${tableIdent(table)}`,
+          );
+          const definition = createHash('sha256').update(String(created[0]?.['Create Table'] ?? ''));
+          const defined = createHash('sha256');
+          for (const tr of triggers)
+            if (String(tr.tbl) === table)
+              defined.update(
+                `${[tr.name, tr.timing, tr.event, tr.ord, tr.statement, tr.mode].map(String).join('\0')}\0`,
+              );
+          out[table] = [
+            rowsOf.get(`${db}.${table}`) ?? 'none',
+            definition.digest('hex').slice(0, 32),
+            defined.digest('hex').slice(0, 32),
+          ].join(':');
+        }
+        return out;
+      } finally {
+        conn.release();
+      }
     },
 
     /** Whether `db` holds a table (or view) named `table`. */

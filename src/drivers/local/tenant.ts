@@ -214,6 +214,107 @@ export async function archiveTree(owner: TreeOwner, dir: string, archive: string
   }
 }
 
+/** The most a tree's index may take (find's output): a tree past it is refused, not indexed in part. */
+const INDEX_MAX_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Issue 30 (decision #235): every entry of the tree `dir` as `find -printf` reads it, run as the
+ * tree's owner (nothing followed): type, size, mtime, ctime, mode, link target and path relative to
+ * `dir`, each field ended by NUL (a name holds any byte but NUL). What the owner cannot read is left
+ * out (find's exit 1), as tar leaves it out of a backup. Parsed by tree-index.ts.
+ */
+export async function indexTree(owner: TreeOwner, dir: string, signal: AbortSignal): Promise<string> {
+  const child = spawnAs(
+    owner,
+    'find',
+    [dir, '-mindepth', '1', '-printf', '%y\\0%s\\0%T@\\0%C@\\0%m\\0%l\\0%P\\0'],
+    signal,
+    ['ignore', 'pipe'],
+  );
+  const chunks: Buffer[] = [];
+  let size = 0;
+  child.stdout?.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= INDEX_MAX_BYTES) chunks.push(chunk);
+    else child.kill('SIGKILL');
+  });
+  await exited(child, 'find (index)', [0, 1]).catch((err: unknown) => {
+    if (size > INDEX_MAX_BYTES)
+      throw new Error(
+        `the tree ${dir} holds too many entries to index (over ${INDEX_MAX_BYTES} bytes of names)`,
+      );
+    throw err;
+  });
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Issue 30 (decision #235): a tar.gz of the entries `paths` (relative to `dir`, directories without
+ * their contents) made by `tar --create` run as the tree's owner, the names read NUL-separated from
+ * its stdin verbatim (a name starting with `-` is a name), written by root into `archive` (0600).
+ */
+export async function archivePaths(
+  owner: TreeOwner,
+  dir: string,
+  paths: string[],
+  archive: string,
+  signal: AbortSignal,
+) {
+  const handle = await fs.open(archive, 'wx', 0o600);
+  try {
+    const child = spawnAs(
+      owner,
+      'tar',
+      [
+        '--create',
+        `--use-compress-program=${GZIP_FAST}`,
+        '--numeric-owner',
+        '--mode=ug-s',
+        // A name that went since it was listed is left out (the caller indexes again to see it).
+        '--ignore-failed-read',
+        '--file',
+        '-',
+        // Positional: before the names they apply to.
+        '--directory',
+        dir,
+        '--no-recursion',
+        '--null',
+        '--verbatim-files-from',
+        '--files-from=-',
+      ],
+      signal,
+      ['pipe', 'pipe'],
+    );
+    const done = exited(child, 'tar', TAR_CREATE_OK);
+    (child.stdin as NodeJS.WritableStream).end(paths.map((p) => `./${p}\0`).join(''));
+    const write = (async () => {
+      for await (const chunk of child.stdout as NodeJS.ReadableStream) await handle.write(chunk as Buffer);
+    })();
+    await Promise.all([write, done]);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Issue 30 (decision #235): removes the entries `paths` (relative to `dir`, trees with their
+ * contents) as the tree's owner: `rm -rf` fed the names NUL-separated, in `dir`.
+ */
+export async function removePaths(owner: TreeOwner, dir: string, paths: string[], signal: AbortSignal) {
+  if (paths.length === 0) return;
+  const child = spawnAs(
+    owner,
+    '/bin/sh',
+    ['-c', 'cd -P -- "$1" && exec xargs -0 -r rm -rf --', 'sh', dir],
+    signal,
+    ['pipe', 'ignore'],
+  );
+  const done = exited(child, 'rm (changes)');
+  (child.stdin as NodeJS.WritableStream).end(paths.map((p) => `./${p}\0`).join(''));
+  await done;
+}
+
 /** `tar --extract` run as `owner` into `dir` (made by {@link makeTreeDir}): modes kept, owners not. */
 function extractor(owner: TreeOwner, dir: string, gzip: boolean, signal: AbortSignal) {
   return spawnAs(

@@ -1,6 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Db } from '../../db/client.js';
-import { DriverError, type DriverOperation, type Snapshot } from '../../drivers/driver.js';
+import {
+  DriverError,
+  type DriverOperation,
+  type RestoreResult,
+  type Snapshot,
+} from '../../drivers/driver.js';
 import type { RemoteMethod } from '../../fleet/remote-driver.js';
 import type { JobHandler } from '../../jobs/catalog.js';
 import { PLANS_WITH_STABLE_IPS } from '../installs/installs.service.js';
@@ -238,18 +243,21 @@ export function createMoveJob(deps: MovesDeps) {
         // restore swaps into); 1. a copy while the source serves, its archive crossing through the
         // control plane (decision #195); 2. the final sync (decision #177); 3. the check.
         // The provision and the first backup are on different servers: asked together.
+        // The copy's backup keeps its tree's index, its restore answers the tables' fingerprints: the
+        // final sync then takes only what changed since (decision #235).
         const shipped = { ...ref, upload_archive: true };
         const [made, taken] = await Promise.allSettled([
           ask('provision', 'provision', 'target-provision', target, ref),
-          ask<Snapshot>('backup', 'backup', 'copy-backup', source, shipped),
+          ask<Snapshot>('backup', 'backup', 'copy-backup', source, { ...shipped, index_files: true }),
         ]);
         if (taken.status === 'rejected') throw taken.reason;
         if (made.status === 'rejected') throw made.reason;
         const first = taken.value;
-        await ask('restore', 'restore', 'copy-restore', target, {
+        const copied = await ask<RestoreResult | null>('restore', 'restore', 'copy-restore', target, {
           install: ref,
           snapshot: first,
           restore_database: true,
+          table_fingerprints: true,
         });
         // The install's backups carried while the source still takes writes (the freeze stays short).
         await carry(op, install, source, target);
@@ -261,15 +269,27 @@ export function createMoveJob(deps: MovesDeps) {
           ...(await deps.routingOf(ref)),
           frozen: true,
         });
-        const last = await ask<Snapshot>('backup', 'backup', 'final-backup', source, shipped);
+        const since =
+          first.location && copied?.table_fingerprints
+            ? { changes_since: { location: first.location, tables: copied.table_fingerprints } }
+            : {};
+        const last = await ask<Snapshot>('backup', 'backup', 'final-backup', source, {
+          ...shipped,
+          ...since,
+        });
         await ask('restore', 'restore', 'final-restore', target, {
           install: ref,
           snapshot: last,
           restore_database: true,
         });
-        const check = await ask<Snapshot>('backup', 'backup', 'verify', target, ref);
-        const mismatch = snapshotMismatch(last, check);
-        if (mismatch) throw new DriverError('restore', `the target's copy does not match: ${mismatch}`, true);
+        // An incremental restore checked the whole install against the source itself (decision
+        // #235); after a whole one (a driver or an agent without it), a backup of the target is compared.
+        if (!last.incremental) {
+          const check = await ask<Snapshot>('backup', 'backup', 'verify', target, ref);
+          const mismatch = snapshotMismatch(last, check);
+          if (mismatch)
+            throw new DriverError('restore', `the target's copy does not match: ${mismatch}`, true);
+        }
         // 4. The target serves the install on every name, with its certificates, and answers its page
         // (PHP compiled, caches filled) before any visitor is sent there (the switch's own routing
         // then only confirms it); a target that does not answer is never switched to.
