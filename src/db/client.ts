@@ -94,6 +94,53 @@ export type DbOptions =
     }
   | { kind: 'pglite-memory'; loadDataDir?: Blob; wasm?: PgliteWasm };
 
+/**
+ * The types Drizzle's PGlite driver reads as PostgreSQL's text (timestamp, timestamptz, interval,
+ * date, numeric[], timestamp[], timestamptz[], interval[], date[]): it passes identity parsers for them
+ * with every statement, and PGlite merges those into its own parsers of every type in the catalog
+ * (~400: one per array type, tables' row types included) for each statement (`{...this.parsers,
+ * ...options.parsers}`): ~0.15 ms and as much again in garbage per statement, a quarter to a third of
+ * a PGlite test file's CPU (docs/decisions.md #236). The instance is given them once, when it has
+ * started (its array types' parsers are set then), and Drizzle's statements pass none
+ * (withoutDrizzleParsers). pg-boss's own handle (jobs/queue.adapters.ts) reads these types as text
+ * too, as its calls inside our transactions always did (they go through Drizzle).
+ */
+const DRIZZLE_TEXT_TYPES = [1114, 1184, 1186, 1082, 1231, 1115, 1185, 1187, 1182];
+const asText = (value: string) => value;
+const PGLITE_PARSERS = Object.fromEntries(DRIZZLE_TEXT_TYPES.map((oid) => [oid, asText]));
+
+type QueryOptions = { parsers?: Record<string, unknown> } | undefined;
+/** Options without `parsers` when they are only Drizzle's identity ones (the instance has them). */
+function dropDrizzleParsers(options: QueryOptions): QueryOptions {
+  if (!options?.parsers) return options;
+  for (const key of Object.keys(options.parsers))
+    if (!DRIZZLE_TEXT_TYPES.includes(Number(key))) return options;
+  const { parsers: _, ...rest } = options;
+  return rest;
+}
+type Queries = Pick<PGlite, 'query'>;
+function queriesWithoutDrizzleParsers<T extends Queries>(target: T): T {
+  const query = ((text: string, params?: unknown[], options?: QueryOptions) =>
+    target.query(text, params, dropDrizzleParsers(options) as never)) as PGlite['query'];
+  return new Proxy(target, {
+    get: (t, key) => (key === 'query' ? query : Reflect.get(t, key, t)),
+  });
+}
+/** The PGlite handle Drizzle is given: its statements' (and its transactions') identity parsers dropped. */
+function withoutDrizzleParsers(pglite: PGlite): PGlite {
+  const transaction = ((fn: (tx: Queries) => Promise<unknown>) =>
+    pglite.transaction((tx) => fn(queriesWithoutDrizzleParsers(tx)))) as PGlite['transaction'];
+  const query = queriesWithoutDrizzleParsers(pglite).query;
+  return new Proxy(pglite, {
+    get: (t, key) => {
+      if (key === 'query') return query;
+      if (key === 'transaction') return transaction;
+      const value = Reflect.get(t, key, t);
+      return typeof value === 'function' ? value.bind(t) : value;
+    },
+  });
+}
+
 /** Which V8 compilers run PGlite's WASM: the baseline one only (the default), or both (decision 122). */
 export type PgliteWasm = 'baseline' | 'optimizing';
 
@@ -250,9 +297,11 @@ function openPostgres(
 
 function wrapPglite(driver: PgliteDriver, pglite: PGlite, release: () => Promise<void>): Database {
   const writes = countWrites(pglite);
+  // After its start: PGlite then sets the parsers of the array types (to parse their elements).
+  Object.assign(pglite.parsers, PGLITE_PARSERS);
   return {
     kind: 'pglite',
-    db: driver.drizzle(pglite, { schema }) as unknown as Db,
+    db: driver.drizzle(withoutDrizzleParsers(pglite), { schema }) as unknown as Db,
     pglite,
     writes,
     close: async () => {

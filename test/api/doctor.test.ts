@@ -1,3 +1,4 @@
+// test-db: postgres (the subject is hostplane doctor and the start of serve without the web tier, which never use TEST_DB: docs/decisions.md #237)
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -1,3 +1,4 @@
+// test-db: postgres (the subject is ETag and If-None-Match on a read's body, not the control plane's database: docs/decisions.md #237)
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { factories } from '../support/factories.js';

@@ -1,3 +1,4 @@
+// test-db: postgres (the subject is the HTTP edge of a served process: body limits, slow clients, not the control plane's database: docs/decisions.md #237)
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';

@@ -1,3 +1,4 @@
+// test-db: postgres (the subject is request ids and what a log line may hold, not the control plane's database: docs/decisions.md #237)
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';

@@ -1,3 +1,4 @@
+// test-db: postgres (the subject is the OpenAPI document the routes generate, not the control plane's database: docs/decisions.md #237)
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { compileErrors, validate } from '@readme/openapi-parser';

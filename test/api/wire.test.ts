@@ -1,3 +1,4 @@
+// test-db: postgres (the subject is the wire checker, fed bodies directly: no database: docs/decisions.md #237)
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
