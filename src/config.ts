@@ -243,6 +243,12 @@ export interface FleetConfig {
   readonly checkSeconds: number;
   /** `FLEET_FETCH_WAIT_SECONDS`, default 20: the longest an agent's fetch waits for work (the long poll's bound). */
   readonly fetchWaitSeconds: number;
+  /**
+   * `FLEET_FETCH_POLL_MS`, default 250: how often a waiting fetch looks at its queue besides the
+   * wake-up a queued call sends (decision #238): what finds a delayed ask, or a call queued while
+   * the wake-up's LISTEN is away.
+   */
+  readonly fetchPollMs: number;
   /** `hostplane agent` only. */
   readonly agent: {
     /** `AGENT_CONTROL_PLANE_URL`: the control plane the agent connects to (http or https). */
@@ -566,6 +572,7 @@ function fleetVars(env: Env, dataDir: string, problems: string[]): FleetConfig {
     silentFailSeconds: intVar(env, 'FLEET_SILENT_FAIL_SECONDS', 900, 1, 7 * 86_400, problems),
     checkSeconds: intVar(env, 'FLEET_CHECK_SECONDS', 2, 1, 600, problems),
     fetchWaitSeconds: intVar(env, 'FLEET_FETCH_WAIT_SECONDS', 20, 0, 60, problems),
+    fetchPollMs: intVar(env, 'FLEET_FETCH_POLL_MS', 250, 50, 60_000, problems),
     agent: Object.freeze({
       controlPlaneUrl:
         urlVar(env, 'AGENT_CONTROL_PLANE_URL', ['http:', 'https:'], problems)?.replace(/\/+$/, '') ?? null,

@@ -381,6 +381,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     driver: hosting,
     /** Closes what the services opened for the driver (the local driver's MariaDB pool), not an injected one. */
     closeDriver: async () => {
+      await fleetCalls.close();
       await sshAccess?.close();
       await made?.driver.close?.();
     },

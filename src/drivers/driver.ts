@@ -219,6 +219,8 @@ export interface HostingDriver {
       restore_database: boolean;
       /** Issue 30 (decision #235): the restored tables' fingerprints answered (a move's copy). */
       table_fingerprints?: boolean;
+      /** Issue 30 (decision #239): the install's page asked for once restored (a move's target, routed already). */
+      warm?: boolean;
     },
   ): Promise<DriverResult<RestoreResult>>;
   measureDisk(ctx: CallContext, install: InstallRef): Promise<DriverResult<DiskUsage>>;

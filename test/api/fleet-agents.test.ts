@@ -1,5 +1,6 @@
 // test-db: postgres
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,9 +8,12 @@ import { after, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '../../src/config.js';
 import { queryRows } from '../../src/db/client.js';
+import { listenForJobs } from '../../src/jobs/queue.listen.js';
 import { openConfiguredDatabase } from '../../src/main.js';
+import { createFleetCalls } from '../../src/modules/servers/servers.calls.service.js';
+import { createSecretBox } from '../../src/secrets.js';
 import { factories } from '../support/factories.js';
-import { buildTestApp, INSTANT_DURATIONS, type Json, uniqueName } from '../support/harness.js';
+import { buildTestApp, INSTANT_DURATIONS, type Json, SECRET_KEY, uniqueName } from '../support/harness.js';
 import { type Running, runCli } from '../support/process.js';
 
 // Issue 30: two `hostplane agent` processes (the simulated driver each, DATA_DIR of their own) and the
@@ -199,6 +203,43 @@ describe('issue 30: hostplane agent', () => {
       return (await owner.client.get(operationUrl)).body.status === 'completed';
     });
     assert.equal(t.clock.now().getTime(), frozenAt);
+  });
+
+  it("issue 30 (decision 238): an agent's waiting fetch is woken by a call queued for its server (NOTIFY), not found only at its next poll", async () => {
+    const { server } = await serverOfOwnRegion('srv-notify-');
+    // A fleet calls service of its own over the same database whose poll is longer than the fetch's
+    // wait: only the wake-up can hand the call over while the fetch waits.
+    const calls = createFleetCalls({
+      db: t.database.db,
+      clock: t.clock,
+      // LISTEN on the test's database (the harness's queue is made without its URL: it polls).
+      queue: { ...t.queue, listen: (onWake) => listenForJobs(t.database, t.databaseUrl, onWake) },
+      secretBox: createSecretBox(SECRET_KEY),
+      fleet: { ...loadConfig({ HOSTING_DRIVER: 'fleet' }).fleet, fetchPollMs: 60_000, fetchWaitSeconds: 30 },
+      archiveDir: path.join(work, 'notify-archives'),
+    });
+    after(() => calls.close());
+    // An install placed there (the row alone: no agent runs for this server).
+    const installId = randomUUID();
+    await t.database.db.execute(
+      sql`insert into install_placements (install_id, server_id, generation) values (${installId}, ${server.id}, 1)`,
+    );
+    const key = randomUUID();
+    // Given up after 10 s (a fetch whose caller is gone answers nothing): well before the fetch's own
+    // end, whose last look at the queue would find the call without any wake-up.
+    const fetching = calls.fetch(server.id as string, 1, 30, AbortSignal.timeout(10_000));
+    // The fetch has looked at its (empty) queue and waits.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const asked = await t.app.services.fleetCalls.askOn(
+      { method: 'measureDisk', operation: 'measure_disk', key, installId, input: {} },
+      { serverId: server.id as string, generation: 1 },
+    );
+    assert.equal(asked.done, false);
+    const handed = await fetching;
+    assert.deepEqual(
+      handed.map((c) => c.key),
+      [key],
+    );
   });
 
   it('issue 30 (decision 232): a call that reaches an agent after the install was deprovisioned there is refused, and the agent does not take the install back', async () => {

@@ -398,17 +398,27 @@ describe('issue 30: the network cut at each step of a move', () => {
     });
     assert.equal(res.status, 202, JSON.stringify(res.body));
     const opId = operationIdOf(res);
-    const backup = await until('the source backup uploaded', async () => {
-      await tick();
+    // The destination is cut once the source's backup is asked (before it is done: the copy's call
+    // reaches a woken agent at once, decision 238), and stays cut after the upload.
+    await until('the source backup asked', async () => {
+      await t.runJobs();
       const [row] = await queryRows<{ id: string }>(
         t.database.db,
-        sql`select id from fleet_calls where key = ${`${opId}:copy-source`} and state = 'done'`,
+        sql`select id from fleet_calls where key = ${`${opId}:copy-source`}`,
       );
-      return row && fs.existsSync(path.join(store, `${row.id}.tar`)) ? row : null;
+      return row;
     });
     const proxy = proxies.get('b') as TcpProxy;
     await proxy.cut('refuse');
     try {
+      const backup = await until('the source backup uploaded', async () => {
+        await tick();
+        const [row] = await queryRows<{ id: string }>(
+          t.database.db,
+          sql`select id from fleet_calls where key = ${`${opId}:copy-source`} and state = 'done'`,
+        );
+        return row && fs.existsSync(path.join(store, `${row.id}.tar`)) ? row : null;
+      });
       const op = await until('the copy failed', async () => {
         t.clock.advance((SILENT_FAIL + 5) * 1000);
         await beating(['a', 'c']);

@@ -48,6 +48,11 @@ export const agentOutput = (server: HostingServer) =>
 /** Issue 31: each server's agent also runs Hostplane's sshd on this port of the server's addresses. */
 export interface NetnsOptions {
   ssh?: { port: number };
+  /**
+   * InnoDB's buffer pool of each server's MariaDB (default 16M: a test's small tables). A bench of a
+   * real-sized site gives MariaDB's own default (128M), what a hosting server runs with at least.
+   */
+  bufferPool?: string;
 }
 
 /** sshd chroots only below directories root owns and nobody else may write (not /tmp). */
@@ -141,6 +146,8 @@ export async function netnsHosting(count: number, options: NetnsOptions = {}) {
         '--port=3306',
         '--user=mysql',
         ...MARIADB_SMALL,
+        // Later options win: the bench's bigger pool over the small one.
+        ...(options.bufferPool ? [`--innodb-buffer-pool-size=${options.bufferPool}`] : []),
       ],
       { stdio: 'ignore', detached: false },
     );

@@ -176,10 +176,18 @@ export function backupOperations(
       delta = await takeChanges(install.id, since, install.changes_since, archive, dump, signal);
     } else {
       // Decision #235: the index first, so that whatever changes during the archive differs from it.
+      // A tree too big to index (or one find cannot read) keeps none: the final sync is then whole.
       if (install.index_files) {
         const owner = (await tenant.ownerOf(paths.public)) ?? tenant.ROOT;
-        const index = parseIndex(await tenant.indexTree(owner, paths.public, signal));
-        await fs.writeFile(path.join(tmp, INDEX), JSON.stringify(indexRows(index)), { mode: 0o600 });
+        const index = await tenant
+          .indexTree(owner, paths.public, signal)
+          .then(parseIndex)
+          .catch((err: unknown) => {
+            if (signal.aborted) throw err;
+            return null;
+          });
+        if (index)
+          await fs.writeFile(path.join(tmp, INDEX), JSON.stringify(indexRows(index)), { mode: 0o600 });
       }
       // The files' tar+gzip and the database's dump are independent processes: side by side (one
       // core each), so a backup takes the longer of the two, not their sum (bench/README.md, issue 21).
@@ -211,7 +219,7 @@ export function backupOperations(
         sha256: archiveSum,
       },
       database: { dump: DB_DUMP, dump_bytes: dumpStat.size, sha256: dumpSum, tables },
-      ...(install.index_files && !delta && { index: INDEX }),
+      ...(!delta && (await files.exists(path.join(tmp, INDEX))) && { index: INDEX }),
       ...(delta && { delta }),
     };
     // An incremental backup's manifest lists the whole tree: written compact.
@@ -395,8 +403,11 @@ export function backupOperations(
           const id = input.install.id;
           await recover(ctx, id, call.signal);
           const backup = await verifiedBackup(input.snapshot);
-          if (backup.manifest.delta)
-            return applyChanges(id, input.snapshot, backup, input.restore_database, call);
+          if (backup.manifest.delta) {
+            const applied = await applyChanges(id, input.snapshot, backup, input.restore_database, call);
+            if (input.warm) await ctx.web?.warmInstall(input.install, call.signal);
+            return applied;
+          }
           const live = pathsOf(hostingRoot, id).public;
           const staging = stagingDir(hostingRoot, id, call.key);
           await files.remove(staging, call.signal);
@@ -433,6 +444,7 @@ export function backupOperations(
           // Issue 21: the page cache holds pages of before the restore.
           await ctx.web?.purgePage(id);
           await removeImported(hostingRoot, input.snapshot);
+          if (input.warm) await ctx.web?.warmInstall(input.install, call.signal);
           return {
             wp_version: backup.manifest.wp_version,
             ...(input.table_fingerprints && {

@@ -476,6 +476,14 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
 
     purgePage,
 
+    /**
+     * Issue 30 (decision #239): the install's front page asked for on its default name (see `warm`):
+     * a move's final restore warms its target before the switch, whose routing it applied before the
+     * freeze.
+     */
+    warmInstall: (install: InstallRef, signal: AbortSignal) =>
+      warm(hostName(`${install.name}.${config.installDomain}`), signal),
+
     /** Stops serving an install: its server block (reloaded), its pool, its user. */
     async deprovision(installId: string, signal: AbortSignal) {
       const slug = installSlug(installId);

@@ -7,6 +7,7 @@ import { DriverError, type DriverOperation } from '../../drivers/driver.js';
 import { Errors } from '../../errors.js';
 import { sweepKey } from '../../jobs/due.js';
 import type { JobQueue } from '../../jobs/queue.js';
+import { serverQueue } from '../../jobs/queue.servers.js';
 import type { SecretBox } from '../../secrets.js';
 import { PLANS_WITH_STABLE_IPS } from '../installs/installs.service.js';
 import { createArchiveStore } from './servers.archives.service.js';
@@ -39,23 +40,10 @@ export type CallOutcome =
 const MAX_ERROR = 2000;
 /** The longest an agent may defer the next ask of a call. */
 const MAX_DEFER_MS = 3_600_000;
-const POLL_MS = 250;
 /** How often a control plane process sweeps the archive store for files a crash left (decision #215). */
 const SWEEP_EVERY_MS = 10 * 60_000;
 /** The key of a move's own calls: `move:<operation id>:<step>`. */
 export const MOVE_KEY = /^move:([0-9a-f-]{36}):/;
-
-/** Waits `ms` or until `signal` aborts; the abort listener goes with the wait. */
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 
 /**
  * Issue 30: driver calls routed to the agents (docs/decisions.md #152, #155). The remote driver asks
@@ -72,7 +60,7 @@ export function createFleetCalls({
 }: {
   db: Db;
   clock: Clock;
-  queue: Pick<JobQueue, 'sendToServer' | 'fetchForServer' | 'completeServerJob' | 'enqueue'>;
+  queue: Pick<JobQueue, 'sendToServer' | 'fetchForServer' | 'completeServerJob' | 'enqueue' | 'listen'>;
   secretBox: SecretBox;
   fleet: FleetConfig;
   /** Issue 30: where backups' archives crossing servers are kept (DATA_DIR/fleet-archives). */
@@ -83,6 +71,47 @@ export function createFleetCalls({
   const open = (id: string, sealed: string): unknown =>
     JSON.parse(secretBox.open(sealed, `fleet-call:${id}`).toString('utf8'));
   const later = () => new Date(clock.now().getTime() + fleet.checkSeconds * 1000);
+
+  /**
+   * Decision #238: an agent's long-poll fetch wakes when a call is queued for its server anywhere
+   * (sendToServer's NOTIFY at commit, jobs/queue.listen.ts), not only at its next poll (FLEET_FETCH_POLL_MS); one
+   * LISTEN a process, made at its first fetch, ended by `close`. A delayed ask (a pending call's next
+   * check) is found by the poll.
+   */
+  const fetchers = new Map<string, Set<() => void>>();
+  /** Wake-ups seen per queue: a fetch waits only if none came since it looked (none is lost in between). */
+  const wakes = new Map<string, number>();
+  let listening: Promise<() => Promise<void>> | null = null;
+  const woken = (queueName: string) => {
+    wakes.set(queueName, (wakes.get(queueName) ?? 0) + 1);
+    const set = fetchers.get(queueName);
+    if (!set) return;
+    fetchers.delete(queueName);
+    for (const wake of set) wake();
+  };
+  /** The LISTEN of this process (a failure to make it leaves the poll alone). */
+  const listen = () => {
+    listening ??= queue.listen(woken).catch(() => async () => {});
+    return listening;
+  };
+  /** Resolves at a wake-up for queue `name` (at once if one came since `seen`), after `ms`, or at `signal`. */
+  function nextWake(name: string, seen: number, ms: number, signal?: AbortSignal) {
+    return new Promise<void>((resolve) => {
+      if ((wakes.get(name) ?? 0) !== seen || signal?.aborted) return resolve();
+      const set = fetchers.get(name) ?? new Set<() => void>();
+      fetchers.set(name, set);
+      const done = () => {
+        set.delete(done);
+        if (set.size === 0 && fetchers.get(name) === set) fetchers.delete(name);
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      set.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
   const archives = createArchiveStore({
     db,
     dir: archiveDir,
@@ -335,9 +364,12 @@ export function createFleetCalls({
     ): Promise<HandedCall[]> {
       sweepNow();
       const deadline = Date.now() + Math.min(waitSeconds, fleet.fetchWaitSeconds) * 1000;
+      const name = serverQueue(serverId);
+      await listen();
       for (;;) {
         // A caller gone takes nothing (its calls would be active for nobody until its successor).
         if (signal?.aborted) return [];
+        const seen = wakes.get(name) ?? 0;
         const handed: HandedCall[] = [];
         for (const job of await queue.fetchForServer(serverId, max)) {
           const call = await repo.callById(db, job.callId);
@@ -359,8 +391,15 @@ export function createFleetCalls({
           });
         }
         if (handed.length > 0 || Date.now() >= deadline || signal?.aborted) return handed;
-        await sleep(Math.min(POLL_MS, deadline - Date.now()), signal);
+        await nextWake(name, seen, Math.min(fleet.fetchPollMs, deadline - Date.now()), signal);
       }
+    },
+
+    /** The fetches' LISTEN ended (the process stops). */
+    async close() {
+      const unlisten = listening;
+      listening = null;
+      if (unlisten) await (await unlisten)();
     },
 
     /**

@@ -261,6 +261,14 @@ export function createMoveJob(deps: MovesDeps) {
         });
         // The install's backups carried while the source still takes writes (the freeze stays short).
         await carry(op, install, source, target);
+        // 1b. The target serves the install (nobody is sent there before the switch) before the freeze
+        // (decision #239): its server blocks checked and reloaded outside it. Its site URL is the
+        // source's, so no row of its copy changes (the final sync compares them).
+        await ask('applyRouting', 'apply_routing', 'target-routing', target, {
+          ...(await deps.routingOf(ref)),
+          frozen: false,
+          warm: false,
+        });
         if (state.phase === 'copying' && !(await setPhase(op.id, { phase: 'syncing', froze: true })))
           return step((await operations.find(op.id)) ?? op);
         // The freeze (decision #211): from here to the switch the source refuses writes (reads are
@@ -277,27 +285,28 @@ export function createMoveJob(deps: MovesDeps) {
           ...shipped,
           ...since,
         });
+        // Warmed once restored: its page answers (PHP compiled, caches filled) before any visitor is
+        // sent there; a target that does not answer is never switched to.
         await ask('restore', 'restore', 'final-restore', target, {
           install: ref,
           snapshot: last,
           restore_database: true,
+          warm: true,
         });
         // An incremental restore checked the whole install against the source itself (decision
-        // #235); after a whole one (a driver or an agent without it), a backup of the target is compared.
+        // #235). After a whole one (a driver or an agent of before it), a backup of the target is
+        // compared, then its routing applied again with the warm-up (such an agent warms nothing).
         if (!last.incremental) {
           const check = await ask<Snapshot>('backup', 'backup', 'verify', target, ref);
           const mismatch = snapshotMismatch(last, check);
           if (mismatch)
             throw new DriverError('restore', `the target's copy does not match: ${mismatch}`, true);
+          await ask('applyRouting', 'apply_routing', 'target-warm', target, {
+            ...(await deps.routingOf(ref)),
+            frozen: false,
+            warm: true,
+          });
         }
-        // 4. The target serves the install on every name, with its certificates, and answers its page
-        // (PHP compiled, caches filled) before any visitor is sent there (the switch's own routing
-        // then only confirms it); a target that does not answer is never switched to.
-        await ask('applyRouting', 'apply_routing', 'target-routing', target, {
-          ...(await deps.routingOf(ref)),
-          frozen: false,
-          warm: true,
-        });
         // Again: the backups completed since (a backup is a read: it runs during a move).
         carried = await carry(op, install, source, target);
       } catch (err) {
