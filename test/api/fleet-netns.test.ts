@@ -346,7 +346,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       restarted.output(),
     );
   });
-  it("issue 30: drift: one install's PHP-FPM stopped and another's server block and pool deleted behind the agent's back: PHP-FPM started again, the pool written again, the block reported in the admin server view and rebuilt from its routing (decision #212)", async () => {
+  it("issue 30: drift: one install's PHP-FPM stopped and another's server block, pool and database user deleted behind the agent's back: PHP-FPM started again, the pool and the user made again (decision 240), the block reported in the admin server view and rebuilt from its routing (decision #212)", async () => {
     const [a, b] = [made[0], made[1]];
     assert.ok(a && b && a.server !== b.server);
     const [sa, sb] = [hosting.servers[a.server], hosting.servers[b.server]];
@@ -360,6 +360,8 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     const blockText = fs.readFileSync(block, 'utf8');
     fs.rmSync(block);
     fs.rmSync(pool);
+    // Decision 240: its database user dropped too (made again by the reconcile).
+    sqlOn(b.server, `DROP USER \`${slugOf(b.install.id)}\`@'%'`);
     process.kill(pidOf(sb, 'nginx.pid'), 'SIGHUP');
     process.kill(pidOf(sb, 'php-fpm.pid'), 'SIGUSR2');
     const started = Date.now();
@@ -396,6 +398,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     });
     console.log(`issue 30: block and pool rebuilt ${Date.now() - started} ms after they were deleted`);
     assert.match(agentOutput(sb), /its PHP-FPM pool was missing: written again/);
+    assert.match(agentOutput(sb), /its database user was missing: made again/);
     const rebuilt = fs.readFileSync(block, 'utf8');
     // The same block but for its page-cache generation (new at every routing change).
     const withoutKey = (text: string) => text.replace(/^.*fastcgi_cache_key.*$/gm, '');

@@ -560,6 +560,40 @@ describe('local driver: domains, redirects and HTTPS served by nginx (issue 21)'
     assert.equal(conf.includes('return 301 https://$host'), false);
   });
 
+  it("issue 30 (decision 240): the agent's reconcile names a certificate file that is gone (its routing asked for again), makes a database user that is gone again, and reports a database that is gone", async () => {
+    assert.ok(b, 'the imported certificate test ran');
+    const id = b.w.install.id as string;
+    const reconcile = t.app.services.driver.reconcile;
+    assert.ok(reconcile, 'the local driver with its web tier reconciles');
+    const mine = (lines: string[]) => lines.filter((l) => l.includes(id));
+    assert.deepEqual(mine((await reconcile([id])).drift), []);
+    // A certificate file gone (nginx's next reload would fail for every install).
+    const tls = path.join(host.paths(id).dir, 'tls');
+    const crt = (await fs.readdir(tls)).find((n) => n.endsWith('.crt')) ?? '';
+    const aside = path.join(host.root, 'aside.crt');
+    await fs.rename(path.join(tls, crt), aside);
+    let found = await reconcile([id]);
+    assert.deepEqual(mine(found.drift), [`install ${id}: its certificate files are missing (${crt})`]);
+    assert.deepEqual(found.routing_missing, [id]);
+    await fs.rename(aside, path.join(tls, crt));
+    // Its database user gone: the site cannot reach its database; made again, it serves.
+    await host.admin.query(`DROP USER \`${slugOf(id)}\`@'%'`);
+    found = await reconcile([id]);
+    assert.deepEqual(mine(found.repaired), [`install ${id}: its database user was missing: made again`]);
+    assert.deepEqual(mine(found.drift), []);
+    const name = b.name;
+    const page = await until(
+      () => getTls(tlsPort, name, pki.root.certPem),
+      (r) => r?.status === 200 && /Hello world!/.test(r.body),
+    );
+    assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 300));
+    // Its database gone: reported (its rows are in its backups), not made empty.
+    await host.admin.query(`DROP DATABASE \`${slugOf(id)}\``);
+    found = await reconcile([id]);
+    assert.deepEqual(mine(found.drift), [`install ${id}: its database is missing (restore a backup)`]);
+    assert.deepEqual(mine(found.repaired), []);
+  });
+
   it('issue 28 finding 8 (D6): an unverified domain serves nothing; another install adding the same name never serves it, cannot verify it (400), and a bad row cannot make nginx serve it from that install', async () => {
     assert.ok(b, 'runs after the certificate test');
     // nginx serves a duplicate server_name from the first file in name order: the attacker's sorts first.

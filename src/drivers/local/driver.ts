@@ -17,7 +17,7 @@ import type { LocalContext } from './context.js';
 import { copyOperations } from './copies.js';
 import type { MariaDb } from './database.js';
 import * as files from './files.js';
-import { accountOf, installOperations } from './installs.js';
+import { accountOf, installOperations, reconcileDatabases } from './installs.js';
 import * as repo from './local.repo.js';
 import { secureLayout } from './modes.js';
 import { databaseNames, pathsOf } from './names.js';
@@ -173,7 +173,15 @@ export function createLocalDriver(deps: LocalDriverDeps): HostingDriver & {
     }),
 
     ...(ctx.web && {
-      reconcile: (installIds: string[]) => (ctx.web as NonNullable<typeof ctx.web>).reconcile(installIds),
+      async reconcile(installIds: string[]) {
+        const web = await (ctx.web as NonNullable<typeof ctx.web>).reconcile(installIds);
+        const databases = await reconcileDatabases(ctx, installIds);
+        return {
+          ...web,
+          repaired: [...web.repaired, ...databases.repaired],
+          drift: [...web.drift, ...databases.drift],
+        };
+      },
     }),
 
     start: async () => {

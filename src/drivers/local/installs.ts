@@ -37,6 +37,34 @@ export async function accountOf(
   return { db_name: row.db_name, db_user: row.db_user, password };
 }
 
+/**
+ * Issue 30 (decision #240): each provisioned install's database and its user, as the reconcile finds
+ * them: a user gone is made again (the password the driver keeps, its grant on the database only); a
+ * database gone is reported, not made (its rows are in its backups: a restore brings them back).
+ */
+export async function reconcileDatabases(
+  ctx: Pick<LocalContext, 'db' | 'secretBox' | 'mariadb'>,
+  installIds: string[],
+) {
+  const repaired: string[] = [];
+  const drift: string[] = [];
+  for (const id of installIds) {
+    // Not provisioned here yet (or being provisioned): nothing is expected of it.
+    if ((await repo.countCompleted(ctx.db, id, 'provision')) === 0) continue;
+    const account = await accountOf(ctx, id);
+    if (!account) continue;
+    if (!(await ctx.mariadb.databaseExists(account.db_name))) {
+      drift.push(`install ${id}: its database is missing (restore a backup)`);
+      continue;
+    }
+    if (!(await ctx.mariadb.userExists(account.db_user))) {
+      await ctx.mariadb.createAccount(account.db_name, account.db_user, account.password);
+      repaired.push(`install ${id}: its database user was missing: made again`);
+    }
+  }
+  return { repaired, drift };
+}
+
 export function installOperations(
   ctx: LocalContext,
 ): Pick<HostingDriver, 'provision' | 'deprovision' | 'forgetAdminPassword'> {

@@ -429,10 +429,24 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       const routingMissing: string[] = [];
       for (const id of installIds) {
         const slug = installSlug(id);
-        if (!(await files.exists(path.join(paths.sites, `${slug}.conf`)))) {
+        const blockFile = path.join(paths.sites, `${slug}.conf`);
+        if (!(await files.exists(blockFile))) {
           // Its names and certificates are the control plane's: asked for again (decision #212).
           drift.push(`install ${id}: its server block is missing`);
           routingMissing.push(id);
+        } else {
+          // Decision #240: a certificate or key file the block names and that is gone would fail
+          // every reload of nginx (all installs'): its routing is asked for again, which writes them.
+          const text = await fs.readFile(blockFile, 'utf8');
+          const named = [...text.matchAll(/^\s*ssl_certificate(?:_key)? (\/[^;\s]+);$/gm)].map(
+            (m) => m[1] as string,
+          );
+          const gone: string[] = [];
+          for (const file of new Set(named)) if (!(await files.exists(file))) gone.push(path.basename(file));
+          if (gone.length > 0) {
+            drift.push(`install ${id}: its certificate files are missing (${gone.join(', ')})`);
+            routingMissing.push(id);
+          }
         }
         if (!(await files.exists(path.join(paths.pools, `${slug}.conf`)))) {
           // A pool is made of the install's id alone: written again when its user and tree are there.
