@@ -183,12 +183,26 @@ const GZIP_FAST = 'gzip -1';
  * written by root into `archive` (a new file in a root-only directory, 0600).
  */
 export async function archiveTree(owner: TreeOwner, dir: string, archive: string, signal: AbortSignal) {
+  await tarInto(owner, ['--directory', dir, '.'], archive, signal);
+}
+
+/**
+ * `tar --create` (gzip at its fastest level, docs/decisions.md #205: half the CPU of the default for
+ * ~20% more bytes; owners as numbers, setuid/setgid bits dropped) run as `owner` with `args`, its
+ * output written by root into `archive` (a new file, 0600); `names`, when given, fed on its stdin.
+ */
+async function tarInto(
+  owner: TreeOwner,
+  args: string[],
+  archive: string,
+  signal: AbortSignal,
+  names?: string,
+) {
   const handle = await fs.open(archive, 'wx', 0o600);
   try {
     const child = spawnAs(
       owner,
       'tar',
-      // gzip at its fastest level (docs/decisions.md #205): half the CPU of the default for ~20% more bytes.
       [
         '--create',
         `--use-compress-program=${GZIP_FAST}`,
@@ -196,14 +210,13 @@ export async function archiveTree(owner: TreeOwner, dir: string, archive: string
         '--mode=ug-s',
         '--file',
         '-',
-        '--directory',
-        dir,
-        '.',
+        ...args,
       ],
       signal,
-      ['ignore', 'pipe'],
+      [names === undefined ? 'ignore' : 'pipe', 'pipe'],
     );
     const done = exited(child, 'tar', TAR_CREATE_OK);
+    if (names !== undefined) (child.stdin as NodeJS.WritableStream).end(names);
     const write = (async () => {
       for await (const chunk of child.stdout as NodeJS.ReadableStream) await handle.write(chunk as Buffer);
     })();
@@ -260,41 +273,23 @@ export async function archivePaths(
   archive: string,
   signal: AbortSignal,
 ) {
-  const handle = await fs.open(archive, 'wx', 0o600);
-  try {
-    const child = spawnAs(
-      owner,
-      'tar',
-      [
-        '--create',
-        `--use-compress-program=${GZIP_FAST}`,
-        '--numeric-owner',
-        '--mode=ug-s',
-        // A name that went since it was listed is left out (the caller indexes again to see it).
-        '--ignore-failed-read',
-        '--file',
-        '-',
-        // Positional: before the names they apply to.
-        '--directory',
-        dir,
-        '--no-recursion',
-        '--null',
-        '--verbatim-files-from',
-        '--files-from=-',
-      ],
-      signal,
-      ['pipe', 'pipe'],
-    );
-    const done = exited(child, 'tar', TAR_CREATE_OK);
-    (child.stdin as NodeJS.WritableStream).end(paths.map((p) => `./${p}\0`).join(''));
-    const write = (async () => {
-      for await (const chunk of child.stdout as NodeJS.ReadableStream) await handle.write(chunk as Buffer);
-    })();
-    await Promise.all([write, done]);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  await tarInto(
+    owner,
+    [
+      // A name that went since it was listed is left out (the caller indexes again to see it).
+      '--ignore-failed-read',
+      // Positional: before the names they apply to.
+      '--directory',
+      dir,
+      '--no-recursion',
+      '--null',
+      '--verbatim-files-from',
+      '--files-from=-',
+    ],
+    archive,
+    signal,
+    paths.map((p) => `./${p}\0`).join(''),
+  );
 }
 
 /**
