@@ -1,7 +1,7 @@
 // test-db: postgres (the subject is the local driver's file work on a real web tier, not the control plane's database: docs/decisions.md #112)
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, constants, existsSync, openSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -342,6 +342,65 @@ describe('hostile tenant files (issue 28)', {
         `round ${round}: the watched directory changed`,
       );
     }
+    await assertOutsideUntouched();
+  });
+
+  it("issue 30 (decision 235): a move's final sync of A after A linked the canary and the watched directory, made a FIFO and a setuid file: indexed and archived as A (links as links, the FIFO never opened), applied to its copy with no setuid bit and nothing outside read or changed", async () => {
+    const driver = t.app.services.driver;
+    const refOf = async (id: string) => {
+      const got = (await client.get(`/v1/installs/${id}`)).body;
+      return { id, name: got.name as string, wp_version: null };
+    };
+    const [fromA, toB] = [await refOf(A), await refOf(B)];
+    const move = randomUUID();
+    const call = (step: string) => ({ key: `move:${move}:${step}`, signal: AbortSignal.timeout(120_000) });
+    const done = <T>(r: { done: true; value: T } | { done: false }) => {
+      assert.ok(r.done);
+      return r.value;
+    };
+    // The move's copy: A's backup keeping its tree's index, restored onto B with its tables' fingerprints.
+    const first = done(await driver.backup(call('copy-backup'), { ...fromA, index_files: true }));
+    const copied = done(
+      await driver.restore(call('copy-restore'), {
+        install: toB,
+        snapshot: first,
+        restore_database: true,
+        table_fingerprints: true,
+      }),
+    );
+    assert.ok(copied.table_fingerprints);
+    // A's PHP after the copy: links to the canary and to the watched directory, a FIFO, a setuid file.
+    asTenant(
+      A,
+      'chdir(getenv("D")); symlink(getenv("C"), "leak"); symlink(getenv("W"), "watched"); posix_mkfifo("pipe", 0600); copy("/bin/sh", "sh2"); chmod("sh2", 04755); file_put_contents("note.txt", "after the copy");',
+      { D: path.join(a.public, 'wp-content'), C: canary, W: watched },
+    );
+    const last = done(
+      await driver.backup(call('final-backup'), {
+        ...fromA,
+        changes_since: { location: first.location ?? '', tables: copied.table_fingerprints },
+      }),
+    );
+    assert.ok(last.incremental, 'the final backup holds the changes only');
+    const listing = execFileSync(
+      'tar',
+      ['-tvzf', path.join(host.root, 'backups', last.location ?? '', 'files.tar.gz')],
+      { encoding: 'utf8' },
+    );
+    assert.match(listing, /\.\/wp-content\/leak -> /, 'the link archived as a link');
+    assert.match(listing, /^p.*\.\/wp-content\/pipe$/m, 'the FIFO archived as a FIFO');
+    done(
+      await driver.restore(call('final-restore'), { install: toB, snapshot: last, restore_database: true }),
+    );
+    const onB = path.join(b.public, 'wp-content');
+    assert.equal(await fs.readlink(path.join(onB, 'leak')), canary);
+    assert.equal(await fs.readlink(path.join(onB, 'watched')), watched);
+    assert.equal(await fs.readFile(path.join(onB, 'note.txt'), 'utf8'), 'after the copy');
+    assert.equal((await fs.stat(path.join(onB, 'sh2'))).mode & 0o7777, 0o755, 'no setuid bit on the copy');
+    assert.deepEqual(
+      execFileSync('find', [b.public, '-perm', '/6000', '-print'], { encoding: 'utf8' }).trim(),
+      '',
+    );
     await assertOutsideUntouched();
   });
 
