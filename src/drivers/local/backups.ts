@@ -10,7 +10,6 @@ import {
   type CallContext,
   DriverError,
   type HostingDriver,
-  type RestoreResult,
   type Snapshot,
 } from '../driver.js';
 import { type TarEntry, tarSize, tarStream } from '../tar.js';
@@ -280,9 +279,7 @@ export function backupOperations(
     const dropped = Object.keys(targetTables)
       .filter((t) => !Object.hasOwn(prints, t))
       .sort();
-    const kept = Object.fromEntries(
-      Object.entries(prints).filter(([t, print]) => print === targetTables[t] && !changed.includes(t)),
-    );
+    const kept = Object.fromEntries(Object.entries(prints).filter(([t, print]) => print === targetTables[t]));
     return {
       base: location,
       remove,
@@ -294,6 +291,7 @@ export function backupOperations(
   }
 
   const verifiedBackup = (snapshot: Snapshot) => verifiedBackupAt(hostingRoot, snapshot);
+  type VerifiedBackup = Awaited<ReturnType<typeof verifiedBackup>>;
 
   /**
    * Decision #235, on the target (not serving the install yet; its tree and tables are the copy the
@@ -306,12 +304,11 @@ export function backupOperations(
    */
   async function applyChanges(
     id: string,
-    snapshot: Snapshot,
-    backup: Awaited<ReturnType<typeof verifiedBackup>> & { manifest: { delta?: Delta } },
+    backup: VerifiedBackup,
+    delta: Delta,
     restoreDatabase: boolean,
     call: CallContext,
-  ): Promise<RestoreResult> {
-    const delta = backup.manifest.delta as Delta;
+  ) {
     const live = pathsOf(hostingRoot, id).public;
     const owner = await tenant.ownerOf(live);
     if (!owner) throw new DriverError('restore', 'the install has no copy here to apply changes to', true);
@@ -376,9 +373,51 @@ export function backupOperations(
         `the copy here does not match the source after its changes: ${wrong.slice(0, 5).join('; ')}`,
         true,
       );
-    await ctx.web?.purgePage(id);
-    await removeImported(hostingRoot, snapshot);
-    return { wp_version: backup.manifest.wp_version };
+  }
+
+  /**
+   * A whole backup restored: the tree extracted by its install's owner into staging, the tables
+   * staged, then both swapped in, all or nothing (staging.ts).
+   */
+  async function restoreWhole(
+    id: string,
+    backup: VerifiedBackup,
+    restoreDatabase: boolean,
+    call: CallContext,
+  ) {
+    const live = pathsOf(hostingRoot, id).public;
+    const staging = stagingDir(hostingRoot, id, call.key);
+    await files.remove(staging, call.signal);
+    // Issue 28: the tree is extracted by its install's owner (the live tree's) into a directory
+    // only that owner and root reach; root only pipes its own archive in (tenant.ts).
+    const owner = (await tenant.ownerOf(live)) ?? tenant.ROOT;
+    const mode = (await fs.lstat(live).catch(() => null))?.mode ?? 0o750;
+    // Everything slow happens in staging; the swaps at the end are renames.
+    let triggers: Trigger[] = [];
+    try {
+      await tenant.makeTreeDir(staging, owner);
+      await tenant.extractArchive(owner, backup.archive, staging, 'restore', call.signal);
+      if (restoreDatabase) triggers = await stageDatabase(ctx, id, backup.dump, call.signal);
+      await ctx.web?.adopt(id, staging, await accountOf(ctx, id), call.signal);
+      await tenant.settleTreeDir(staging, mode);
+      await midway('restore', call.signal);
+    } catch (err) {
+      await discardStaging(ctx, id, staging);
+      throw err;
+    }
+    // Issue 28 finding 7: tables then files, all or nothing (staging.ts).
+    await swapStaged(
+      ctx,
+      id,
+      {
+        operation: 'restore',
+        key: call.key,
+        staging,
+        tree: staging,
+        tables: restoreDatabase ? { only: null, triggers } : null,
+      },
+      call.signal,
+    );
   }
 
   return {
@@ -403,44 +442,9 @@ export function backupOperations(
           const id = input.install.id;
           await recover(ctx, id, call.signal);
           const backup = await verifiedBackup(input.snapshot);
-          if (backup.manifest.delta) {
-            const applied = await applyChanges(id, input.snapshot, backup, input.restore_database, call);
-            if (input.warm) await ctx.web?.warmInstall(input.install, call.signal);
-            return applied;
-          }
-          const live = pathsOf(hostingRoot, id).public;
-          const staging = stagingDir(hostingRoot, id, call.key);
-          await files.remove(staging, call.signal);
-          // Issue 28: the tree is extracted by its install's owner (the live tree's) into a directory
-          // only that owner and root reach; root only pipes its own archive in (tenant.ts).
-          const owner = (await tenant.ownerOf(live)) ?? tenant.ROOT;
-          const mode = (await fs.lstat(live).catch(() => null))?.mode ?? 0o750;
-          // Everything slow happens in staging; the swaps at the end are renames.
-          let triggers: Trigger[] = [];
-          try {
-            await tenant.makeTreeDir(staging, owner);
-            await tenant.extractArchive(owner, backup.archive, staging, 'restore', call.signal);
-            if (input.restore_database) triggers = await stageDatabase(ctx, id, backup.dump, call.signal);
-            await ctx.web?.adopt(id, staging, await accountOf(ctx, id), call.signal);
-            await tenant.settleTreeDir(staging, mode);
-            await midway('restore', call.signal);
-          } catch (err) {
-            await discardStaging(ctx, id, staging);
-            throw err;
-          }
-          // Issue 28 finding 7: tables then files, all or nothing (staging.ts).
-          await swapStaged(
-            ctx,
-            id,
-            {
-              operation: 'restore',
-              key: call.key,
-              staging,
-              tree: staging,
-              tables: input.restore_database ? { only: null, triggers } : null,
-            },
-            call.signal,
-          );
+          const { delta } = backup.manifest;
+          if (delta) await applyChanges(id, backup, delta, input.restore_database, call);
+          else await restoreWhole(id, backup, input.restore_database, call);
           // Issue 21: the page cache holds pages of before the restore.
           await ctx.web?.purgePage(id);
           await removeImported(hostingRoot, input.snapshot);
