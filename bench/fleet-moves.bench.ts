@@ -112,7 +112,13 @@ async function main() {
   // the site's 64 MB table from disk at every checksum of the final sync).
   const hosting = await netnsHosting(2, { bufferPool: '128M' });
   onCleanup(() => hosting.remove());
-  const cp = await startControlPlane('moves', { HOSTING_DRIVER: 'fleet' }, hosting.ns.hostAddress);
+  // Decision 241: the old server passes requests on for 5 s after each switch (a client whose
+  // request left for it just before the switch is answered), not the 300 s of a real DNS TTL.
+  const cp = await startControlPlane(
+    'moves',
+    { HOSTING_DRIVER: 'fleet', FLEET_MOVE_FORWARD_SECONDS: '5' },
+    hosting.ns.hostAddress,
+  );
   const db = new pg.Client({ connectionString: cp.databaseUrl });
   await db.connect();
   onCleanup(() => db.end());

@@ -249,6 +249,12 @@ export interface FleetConfig {
    * the wake-up's LISTEN is away.
    */
   readonly fetchPollMs: number;
+  /**
+   * `FLEET_MOVE_FORWARD_SECONDS`, default 300 (0: none): after a move's switch, how long its old server
+   * passes the install's requests to the new one before it is cleaned (decision #241): set it to the
+   * TTL of the install's DNS records, so visitors with the old address cached are still answered.
+   */
+  readonly moveForwardSeconds: number;
   /** `hostplane agent` only. */
   readonly agent: {
     /** `AGENT_CONTROL_PLANE_URL`: the control plane the agent connects to (http or https). */
@@ -573,6 +579,7 @@ function fleetVars(env: Env, dataDir: string, problems: string[]): FleetConfig {
     checkSeconds: intVar(env, 'FLEET_CHECK_SECONDS', 2, 1, 600, problems),
     fetchWaitSeconds: intVar(env, 'FLEET_FETCH_WAIT_SECONDS', 20, 0, 60, problems),
     fetchPollMs: intVar(env, 'FLEET_FETCH_POLL_MS', 250, 50, 60_000, problems),
+    moveForwardSeconds: intVar(env, 'FLEET_MOVE_FORWARD_SECONDS', 300, 0, 86_400, problems),
     agent: Object.freeze({
       controlPlaneUrl:
         urlVar(env, 'AGENT_CONTROL_PLANE_URL', ['http:', 'https:'], problems)?.replace(/\/+$/, '') ?? null,

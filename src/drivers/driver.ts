@@ -153,6 +153,14 @@ export interface RoutingRequest {
    * is lost at the switch; reads are served. Absent or false: not frozen.
    */
   frozen?: boolean;
+  /**
+   * Issue 30 (decision #241): the install has moved to the server at this address (IPv4 or IPv6):
+   * this server passes every request for its names there (HTTP to the same HTTP port, HTTPS to the
+   * same HTTPS port with the name sent by SNI) instead of serving it, for the move's grace period,
+   * so a visitor whose DNS still names this server is answered by the new one. Absent: served here.
+   * A driver without a web server ignores it.
+   */
+  forward_to?: string;
 }
 
 /** One day of an install's traffic as the server logged it (absolute totals of the day, UTC). */

@@ -4,9 +4,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { queryRows } from '../../src/db/client.js';
+import { createSecretBox } from '../../src/secrets.js';
 import { factories } from '../support/factories.js';
 import { agentTestTools } from '../support/fleet-agents.js';
-import { buildTestApp, INSTANT_DURATIONS, type Json, uniqueName } from '../support/harness.js';
+import { buildTestApp, INSTANT_DURATIONS, type Json, SECRET_KEY, uniqueName } from '../support/harness.js';
 import { type Running, runCli } from '../support/process.js';
 
 // Issue 30: moves of installs between hosting servers, drains, copies across servers. Three
@@ -15,7 +18,13 @@ import { type Running, runCli } from '../support/process.js';
 // here, not files and databases on disk. The control plane listens on 127.0.0.1 with a manual clock
 // (its jobs run through runJobs); the agents run on real time.
 const t = await buildTestApp({
-  env: { HOSTING_DRIVER: 'fleet', FLEET_SILENT_SECONDS: '30', FLEET_SILENT_FAIL_SECONDS: '60' },
+  env: {
+    HOSTING_DRIVER: 'fleet',
+    FLEET_SILENT_SECONDS: '30',
+    FLEET_SILENT_FAIL_SECONDS: '60',
+    // Decision 241: only a target with an address is forwarded to (server b in one test).
+    FLEET_MOVE_FORWARD_SECONDS: '60',
+  },
 });
 const f = factories(t);
 await t.app.listen({ port: 0, host: '127.0.0.1' });
@@ -224,6 +233,67 @@ describe('issue 30: moving installs between servers', () => {
     });
     assert.ok(rerouted);
     assert.equal(count('a', new RegExp(id, 'g')), before, 'the source was handed neither');
+  });
+
+  it("issue 30 (decision 241): after the switch the source passes the install's requests to the target's address for FLEET_MOVE_FORWARD_SECONDS, then is cleaned; meanwhile the move holds no write", async () => {
+    const address = '192.0.2.41';
+    await t.admin.patch(`/admin/v1/servers/${serverId('b')}`, { ipv4: [address] });
+    try {
+      const install = await installOn('a');
+      const id = install.id as string;
+      await backupCompletes(id, 'before the forwarding');
+      const opId = await move(id, 'b');
+      const forwardCall = async () => {
+        const [row] = await queryRows<{ id: string; state: string; input_sealed: string }>(
+          t.database.db,
+          sql`select id, state, input_sealed from fleet_calls where key = ${`move:${opId}:forward-source`}`,
+        );
+        return row;
+      };
+      const forwarding = await until('the source forwards', async () => {
+        await tick();
+        const call = await forwardCall();
+        return call?.state === 'done' && call;
+      });
+      const routing = JSON.parse(
+        createSecretBox(SECRET_KEY)
+          .open(forwarding.input_sealed, `fleet-call:${forwarding.id}`)
+          .toString('utf8'),
+      ) as Json;
+      assert.equal(routing.forward_to, address, "the source is told the new server's address");
+      assert.equal(routing.frozen, false);
+      await tick();
+      const view = (await t.admin.get(`/admin/v1/installs/${id}/move`)).body;
+      assert.equal(view.status, 'moving', JSON.stringify(view));
+      assert.equal(view.move.phase, 'switched');
+      assert.equal(view.server.id, serverId('b'), 'the target serves it');
+      // The grace (FLEET_MOVE_FORWARD_SECONDS, 60 s here) from the switch, on the control plane's clock.
+      const left = Date.parse(view.move.forward_until) - t.clock.now().getTime();
+      assert.ok(left > 30_000 && left <= 60_000, `forwarding for ${left} ms more`);
+      assert.equal(count('a', new RegExp(`call deprovision of install ${id}`, 'g')), 0, 'not cleaned yet');
+      // A write is not held by the forwarding move: a restore runs on the new server.
+      const listed = (await owner.client.get(`/v1/installs/${id}/backups`)).body.results as Json[];
+      const backup = listed.find((b) => b.description === 'before the forwarding');
+      assert.ok(backup, JSON.stringify(listed));
+      const restore = await owner.client.post(`/v1/installs/${id}/backups/${backup.id}/restore`, {
+        notification_emails: [],
+        create_checkpoint: false,
+      });
+      assert.equal(restore.status, 202, JSON.stringify(restore.body));
+      const restored = await until('the restore during the forwarding', async () => {
+        await tick();
+        const got = (await owner.client.get(`/v1/operations/${operationIdOf(restore)}`)).body;
+        return ['completed', 'failed'].includes(got.status) && got;
+      });
+      assert.equal(restored.status, 'completed', JSON.stringify(restored));
+      assert.equal(count('a', new RegExp(`call deprovision of install ${id}`, 'g')), 0, 'still forwarding');
+      // Past the grace (the clock moves on with each tick): the source cleaned, the move completed.
+      const done = await ended(opId, 'the move completed after its grace');
+      assert.equal(done.move.status, 'completed', JSON.stringify(done));
+      assert.equal(count('a', new RegExp(`call deprovision of install ${id}: done`, 'g')), 1);
+    } finally {
+      await t.admin.patch(`/admin/v1/servers/${serverId('b')}`, { ipv4: [] });
+    }
   });
 
   it('issue 30 (decision 226): backups taken before and during a move are carried to the target: listed after it, each restores there, the source cleaned', async () => {

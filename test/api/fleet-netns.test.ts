@@ -62,6 +62,8 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       HOSTING_DRIVER: 'fleet',
       FLEET_SILENT_SECONDS: '30',
       FLEET_SILENT_FAIL_SECONDS: '3600',
+      // Decision 241: the old server of a move passes its requests on for 4 s after the switch.
+      FLEET_MOVE_FORWARD_SECONDS: '4',
       DNS_SERVERS: dns.address,
     },
   });
@@ -864,7 +866,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assertBackupTar(res.raw.rawPayload, id);
   }
 
-  it('issue 30: a move under load (a request every 100 ms at the address the control plane gives): every answer 200 from one server or the other, no error window over 2 s; writes frozen (503, Retry-After) and SSH logins refused during the final sync only; stable_ips and a_records the new server; the source holds nothing of it', async () => {
+  it('issue 30: a move under load (a request every 100 ms at the address the control plane gives): every answer 200 from one server or the other, no error window over 2 s; writes frozen (503, Retry-After) and SSH logins refused during the final sync only; stable_ips and a_records the new server; a visitor with the old address cached is answered through the old server until it is cleaned (decision 241); the source holds nothing of it', async () => {
     const moved = onServer(0);
     assert.ok(moved);
     const id = moved.install.id as string;
@@ -905,9 +907,28 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
         await sleep(100);
       }
     })();
+    // Decision 241: a visitor whose DNS still names the old server (a cached A record) asks it
+    // throughout; each answer counted while the source had not been asked to clean up yet.
+    let moveId = '';
+    const cached: { status: number; phase: string; cleanAsked: boolean }[] = [];
+    const cachedClient = (async () => {
+      while (!stop) {
+        const phase = String((await t.admin.get(`/admin/v1/installs/${id}/move`)).body.move?.phase ?? '-');
+        const got = await get(addressOf(0), cname, '/', 2000);
+        const [clean] = moveId
+          ? await queryRows<{ id: string }>(
+              t.database.db,
+              sql`select id from fleet_calls where key = ${`move:${moveId}:clean-source`}`,
+            )
+          : [];
+        cached.push({ status: got?.status ?? 0, phase, cleanAsked: clean !== undefined });
+        await sleep(100);
+      }
+    })();
     const started = Date.now();
     const res = await t.admin.post(`/admin/v1/installs/${id}/move`, { server_id: servers[1]?.id });
     assert.equal(res.status, 202, JSON.stringify(res.body));
+    moveId = operationIdOf(res);
     // Decision #211: once the source is frozen for the final sync (its call done), and before the
     // next tick can switch (the jobs run only in tick()), a write there answers 503 with Retry-After
     // while a read is served.
@@ -961,8 +982,31 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     );
     await sleep(1000);
     stop = true;
-    await client;
+    await Promise.all([client, cachedClient]);
     assert.equal(view.move.status, 'completed', JSON.stringify(view));
+    assert.equal(moveId, view.move.operation_id);
+    // Decision 241: the cached visitor was answered 200 by the old address until its clean-up, over
+    // the switch (through the old server to the new one: the new server's log holds the old one's
+    // address as the client), and never after it.
+    const beforeClean = cached.filter((c) => !c.cleanAsked);
+    const forwarded = beforeClean.filter((c) => c.phase === 'switched');
+    console.log(
+      `issue 30: the old address: ${cached.length} requests, ${beforeClean.length} before the clean-up (${forwarded.length} after the switch), statuses ${[...new Set(beforeClean.map((c) => c.status))].join(',')}`,
+    );
+    assert.deepEqual(
+      beforeClean.filter((c) => c.status !== 200),
+      [],
+      'the old address answers until the source is cleaned',
+    );
+    assert.ok(forwarded.length >= 5, `answers forwarded after the switch: ${forwarded.length}`);
+    const targetLog = fs.readFileSync(
+      path.join(hosting.servers[1]?.hostingRoot ?? '', 'web', 'logs', `${slugOf(id)}.access.log`),
+      'utf8',
+    );
+    assert.ok(
+      targetLog.split('\n').some((line) => line.split('\t')[4] === addressOf(0)),
+      'the new server answered requests the old one passed on',
+    );
     assert.equal(view.server.id, servers[1]?.id);
     let longest = 0;
     let since: number | null = null;

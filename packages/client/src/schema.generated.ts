@@ -21426,6 +21426,7 @@ export interface operations {
                             source_server_id: string | null;
                             target_server_id: string | null;
                             cancel_requested: boolean;
+                            forward_until: string | null;
                             error: string | null;
                             /** Format: date-time */
                             created_at: string;
@@ -21807,6 +21808,7 @@ export interface operations {
                             source_server_id: string | null;
                             target_server_id: string | null;
                             cancel_requested: boolean;
+                            forward_until: string | null;
                             error: string | null;
                             /** Format: date-time */
                             created_at: string;

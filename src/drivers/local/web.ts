@@ -129,6 +129,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       // Issue 29 defect 1: pages cached before this routing are never answered after it.
       cacheGeneration: randomBytes(8).toString('hex'),
       frozen: routing.frozen === true,
+      ...(routing.forward_to !== undefined && { forward: routing.forward_to }),
     };
     const names = [...served, ...domains.filter((d) => d.redirect_to !== null).map((d) => d.name)];
     return { block, names, wanted, url: block.url as string };

@@ -69,3 +69,29 @@ describe('nginx server blocks: the page cache (issue 29 defect 1)', () => {
     );
   });
 });
+
+describe('nginx server blocks: a moved install passed on (issue 30, decision 241)', () => {
+  it("passes every request for the install's names to the new server on the same scheme and port, the name by SNI over HTTPS; no PHP, page cache or challenge served here", () => {
+    const text = serverBlock({ ...block, forward: '10.9.8.7' }, { http: 8080, https: 8443 }, paths);
+    const http = servers(text).find((s) => s.listen === '8080');
+    assert.equal(http?.names, 'site.test shop.example bare.example');
+    assert.match(http?.body ?? '', /proxy_pass http:\/\/10\.9\.8\.7:8080;/);
+    assert.match(http?.body ?? '', /proxy_set_header Host \$http_host;/);
+    const tls = servers(text).find((s) => s.listen === '8443 ssl');
+    assert.equal(tls?.names, 'shop.example');
+    assert.match(tls?.body ?? '', /proxy_pass https:\/\/10\.9\.8\.7:8443;/);
+    assert.match(tls?.body ?? '', /proxy_ssl_server_name on;\n {4}proxy_ssl_name \$host;/);
+    for (const absent of ['fastcgi_pass', 'fastcgi_cache hp_', 'acme-challenge', 'root /srv/hp/public'])
+      assert.equal(text.includes(absent), false, `${absent} in ${text}`);
+    const v6 = serverBlock({ ...block, forward: '2001:db8::7' }, { http: 80, https: 443 }, paths);
+    assert.match(v6, /proxy_pass http:\/\/\[2001:db8::7\]:80;/);
+  });
+
+  it('refuses anything but an IP address to pass requests to', () => {
+    for (const forward of ['example.com', '10.0.0.1; include /etc/passwd', '10.0.0.1:80', ''])
+      assert.throws(
+        () => serverBlock({ ...block, forward }, { http: 80, https: 443 }, paths),
+        /not an address/,
+      );
+  });
+});

@@ -1,4 +1,5 @@
 import fs from 'node:fs/promises';
+import { isIPv4, isIPv6 } from 'node:net';
 import path from 'node:path';
 import * as files from './files.js';
 import { configPath, serverName, type WebPaths } from './names.js';
@@ -49,6 +50,12 @@ export interface ServerBlock {
    * answer 503 with Retry-After (nothing written on the source after its last backup is lost).
    */
   frozen?: boolean;
+  /**
+   * Issue 30 (decision #241): the install moved to the server at this address: every request for its
+   * names is passed there (same scheme and port; the name kept as Host and sent by SNI) for the move's
+   * grace period. Its own files, pool and page cache are not used.
+   */
+  forward?: string;
 }
 
 /** Issue 30: what a frozen install answers a write (a move's final sync; decision #211). */
@@ -218,7 +225,11 @@ export function serverBlock(
       const own = t.names.filter((n) => names.includes(n));
       return own.length > 0 ? [{ ...t, names: own }] : [];
     });
-  const site = (head: string) => `${head}${challenge}${siteBody(block, paths.logs)}}\n`;
+  const forward = block.forward === undefined ? null : forwardAddress(block.forward);
+  const site = (head: string, tlsPort: number | null = null) =>
+    forward === null
+      ? `${head}${challenge}${siteBody(block, paths.logs)}}\n`
+      : `${head}${forwardBody(block.slug, forward, tlsPort, ports.http, paths.logs)}}\n`;
   const redirect = (head: string, target: string) =>
     `${head}${challenge}  location / {\n    return 301 ${redirectTarget(target)}$request_uri;\n  }\n}\n`;
   // D2: `$host` is one of the server's names (validated; nginx matched it), the port is ours.
@@ -231,7 +242,7 @@ export function serverBlock(
     `# Written by Hostplane for install ${block.slug}: do not edit, it is rewritten.\n${block.url === undefined ? '' : `${SITE_URL_MARK}${redirectTarget(block.url)}\n`}${cacheZone(block.slug, paths.cache)}\n`,
     ...(plain.length > 0 ? [site(serverHead(http, plain))] : []),
     ...(secure.length > 0 ? [upgrade(serverHead(http, secure))] : []),
-    ...covered(block.names).map((t) => site(serverHead(https, t.names, t))),
+    ...covered(block.names).map((t) => site(serverHead(https, t.names, t), ports.https)),
   ];
   for (const r of block.redirects ?? []) {
     if (r.names.length === 0) continue;
@@ -239,6 +250,44 @@ export function serverBlock(
     for (const t of covered(r.names)) parts.push(redirect(serverHead(https, t.names, t), r.target));
   }
   return parts.join('');
+}
+
+/** An address a moved install's requests are passed to (decision #241), as nginx writes it. */
+function forwardAddress(address: string): string {
+  if (isIPv4(address)) return address;
+  if (isIPv6(address)) return `[${address}]`;
+  throw new Error(`not an address to forward to: ${JSON.stringify(address)}`);
+}
+
+/**
+ * A moved install's site during its move's grace period (decision #241): every request, ACME's
+ * challenges included, passed to its new server on the same scheme and port, the visitor's Host kept
+ * and the name sent by SNI (the new server serves the same certificates). Not cached here. The hop is
+ * encrypted; its certificate is not verified (the address is the control plane's record of the
+ * fleet's server, and the certificate may come from a CA this server does not trust).
+ */
+function forwardBody(
+  slug: string,
+  address: string,
+  httpsPort: number | null,
+  httpPort: number,
+  logs: string,
+) {
+  const upstream = httpsPort === null ? `http://${address}:${httpPort}` : `https://${address}:${httpsPort}`;
+  return `  access_log ${configPath(path.join(logs, `${slug}.access.log`))} hostplane_usage;
+  location / {
+    proxy_pass ${upstream};
+    proxy_set_header Host $http_host;
+    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    proxy_set_header X-Forwarded-Proto $scheme;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_connect_timeout 5s;
+    proxy_read_timeout 300s;
+    proxy_buffering off;
+    proxy_redirect off;
+${httpsPort === null ? '' : '    proxy_ssl_server_name on;\n    proxy_ssl_name $host;\n    proxy_ssl_verify off;\n'}  }
+`;
 }
 
 /** The site itself inside a server block (its root, PHP through the install's pool, its page cache and access log). */

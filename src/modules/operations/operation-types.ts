@@ -109,6 +109,11 @@ export const OPERATIONS = {
       cancel: Type.Optional(Type.Boolean()),
       /** The final sync froze the source's writes (a rollback opens them again; decision #211). */
       froze: Type.Optional(Type.Boolean()),
+      /**
+       * Decision #241: until when the source passes the install's requests to the target after the
+       * switch (FLEET_MOVE_FORWARD_SECONDS after it); absent: it is cleaned at once.
+       */
+      forward_until: Type.Optional(Type.String({ format: 'date-time' })),
       /** Why the move rolls back (a cancel, or the failure). */
       rollback_reason: Type.Optional(Type.String({ maxLength: 2000 })),
     }),

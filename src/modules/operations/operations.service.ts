@@ -22,6 +22,7 @@ import {
   type OperationState,
   type OperationType,
   resultOf,
+  stateOf,
 } from './operation-types.js';
 import * as repo from './operations.repo.js';
 
@@ -167,8 +168,10 @@ export type Intent = 'read' | 'write';
 /** The intents of an open operation on `installId`. */
 function intentsOf(op: repo.OperationRow, installId: string): Intent | null {
   if (op.type === 'copy_install') return op.install_id === installId ? 'write' : 'read';
-  // Issue 30: a move copies the install while it serves: writes wait for it, reads do not.
-  if (op.type === 'create_backup' || op.type === 'move_install') return 'read';
+  // Issue 30: a move copies the install while it serves: writes wait for it, reads do not. Once
+  // switched it holds nothing (its old server only passes requests on, then is cleaned; #241).
+  if (op.type === 'move_install') return stateOf(op, 'move_install').phase === 'switched' ? null : 'read';
+  if (op.type === 'create_backup') return 'read';
   if (op.type === 'provision_install' || op.type === 'restore_backup') return 'write';
   return null;
 }

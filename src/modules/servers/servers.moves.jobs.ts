@@ -218,6 +218,43 @@ export function createMoveJob(deps: MovesDeps) {
     await releaseArchives(op);
   }
 
+  /**
+   * Decision #241, after the switch: the source's server blocks pass the install's requests to the
+   * target's address until `forward_until`; throws Later until then. Answers what was done (null: no
+   * forwarding, the grace is 0 or the target has no address). A source that stays silent, or that
+   * cannot forward, is not waited for: its clean-up follows (it serves nobody either way).
+   */
+  async function forwardSource(op: OperationRow, install: MovedInstall, source: Where, target: Where) {
+    const fresh = (await operations.find(op.id)) ?? op;
+    const until = stateOf(fresh, 'move_install').forward_until;
+    if (!until) return null;
+    const address = await repo.addressOf(deps.db, target.serverId);
+    if (!address) return null;
+    const ref = moveRef(install);
+    const result = await calls
+      .askOn(
+        {
+          method: 'applyRouting',
+          operation: 'apply_routing',
+          key: `move:${op.id}:forward-source`,
+          installId: install.id,
+          input: { ...(await deps.routingOf(ref)), frozen: false, forward_to: address },
+        },
+        source,
+        { park: true },
+      )
+      .catch((err: unknown) => {
+        if (err instanceof DriverError && err.final) return { failed: err.message } as const;
+        throw err;
+      });
+    if ('failed' in result) return `not forwarded (${result.failed})`;
+    if (!result.done && result.parked) return `not forwarded (${result.parked})`;
+    if (!result.done) throw new Later(result.checkAt);
+    const end = new Date(until);
+    if (clock.now() < end) throw new Later(end);
+    return `forwarded to ${address} until ${until}`;
+  }
+
   async function step(op: OperationRow) {
     const input = inputOf(op, 'move_install');
     const state = stateOf(op, 'move_install');
@@ -338,7 +375,15 @@ export function createMoveJob(deps: MovesDeps) {
         // I9 (decision #167): the plans with stable IPs show their new server's addresses.
         if (row && PLANS_WITH_STABLE_IPS.includes(row.plan))
           await repo.setStableIpsFromServer(tx, install.id, target.serverId);
-        await operations.setState(tx, op.id, 'move_install', { ...current, phase: 'switched' });
+        // Decision #241: the source passes the install's requests on until its DNS records expire.
+        const forward = deps.fleet.moveForwardSeconds;
+        await operations.setState(tx, op.id, 'move_install', {
+          ...current,
+          phase: 'switched',
+          ...(forward > 0 && {
+            forward_until: new Date(clock.now().getTime() + forward * 1000).toISOString(),
+          }),
+        });
         await deps.requestRouting(tx, install);
         return true;
       });
@@ -347,15 +392,17 @@ export function createMoveJob(deps: MovesDeps) {
         throw new Later(new Date(clock.now().getTime() + deps.fleet.checkSeconds * 1000));
       if (!switched) return step((await operations.find(op.id)) ?? op);
     }
-    // 6. The source cleaned (its calls at the old generation are this move's only). The move is done
-    // at the switch: a clean-up that fails for good is reported, not rolled back.
-    let cleaned = 'cleaned';
+    // 6. The source passes the install's requests to the target for the grace period (visitors whose
+    // DNS still names it), then is cleaned (its calls at the old generation are this move's only). The
+    // move is done at the switch: a forward or a clean-up that fails for good is reported, not rolled back.
+    const forwarded = await forwardSource(op, install, source, target);
+    let cleaned = forwarded ? `${forwarded}, then cleaned` : 'cleaned';
     try {
       const parked = await cleanUp(op, install, 'clean-source', source);
-      if (parked) cleaned = parked;
+      if (parked) cleaned = `${forwarded ? `${forwarded}; ` : ''}${parked}`;
     } catch (err) {
       if (err instanceof Later || !(err instanceof DriverError && err.final)) throw err;
-      cleaned = `not cleaned (${err.message}): remove the install's leftovers there by hand`;
+      cleaned = `${forwarded ? `${forwarded}; ` : ''}not cleaned (${err.message}): remove the install's leftovers there by hand`;
     }
     await operations.complete(op.id, async () => ({
       details: [

@@ -191,6 +191,7 @@ export function createMovesService(deps: MovesDeps) {
               source_server_id: state.source_server_id ?? null,
               target_server_id: input.target_server_id ?? null,
               cancel_requested: state.cancel === true,
+              forward_until: state.forward_until ?? null,
               error: move.error,
               created_at: move.created_at.toISOString(),
               completed_at: move.completed_at?.toISOString() ?? null,

@@ -241,6 +241,15 @@ export async function setStableIpsFromServer(tx: Db, installId: string, serverId
   );
 }
 
+/** A server's first public address (IPv4 first), or null when it has none: where a moved install's requests are passed (#241). */
+export async function addressOf(db: Db, serverId: string): Promise<string | null> {
+  const [row] = await db
+    .select({ ipv4: servers.ipv4, ipv6: servers.ipv6 })
+    .from(servers)
+    .where(eq(servers.id, serverId));
+  return row?.ipv4[0] ?? row?.ipv6[0] ?? null;
+}
+
 export async function deletePlacement(tx: Db, installId: string, generation: number) {
   await tx
     .delete(installPlacements)

@@ -171,6 +171,13 @@ export const MoveViewSchema = Type.Object({
       source_server_id: Nullable(Uuid()),
       target_server_id: Nullable(Uuid()),
       cancel_requested: Type.Boolean(),
+      forward_until: Nullable(
+        Type.String({
+          format: 'date-time',
+          description:
+            "After the switch: until when the old server passes the install's requests to the new one (visitors with its address cached), then it is cleaned",
+        }),
+      ),
       error: Nullable(Type.String()),
       created_at: DateTime(),
       completed_at: Nullable(DateTime()),
