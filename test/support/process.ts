@@ -23,7 +23,9 @@ export function runCli(
   prefix: string[] = [],
 ): Running {
   const [command = process.execPath, ...before] = [...prefix, process.execPath];
-  const child = spawn(command, [...before, entry, ...args], {
+  // e.g. TEST_CHILD_NODE_ARGS="--cpu-prof --cpu-prof-dir=.tmp/prof": a profile of every CLI process.
+  const nodeArgs = (process.env.TEST_CHILD_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(command, [...before, ...nodeArgs, entry, ...args], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
