@@ -277,6 +277,10 @@ async function main() {
       writes: w.length,
       writes_503: w.filter((a) => a.status === 503).length,
       writes_other_errors: w.filter((a) => a.status !== 503 && (a.status === 0 || a.status >= 500)).length,
+      // When (seconds from the move's start, beside the steps' asked_s) and how each failed.
+      write_errors_at: w
+        .filter((a) => a.status !== 503 && (a.status === 0 || a.status >= 500))
+        .map((a) => ({ at_s: (a.at - began) / 1000, status: a.status })),
       reads: r.length,
       read_errors: r.filter((a) => a.status !== 200).length,
       read_error_statuses: [...new Set(r.filter((a) => a.status !== 200).map((a) => a.status))],

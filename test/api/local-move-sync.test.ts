@@ -35,7 +35,7 @@ function done<T>(result: DriverResult<T>): T {
 }
 const call = (key: string) => ({ key, signal: AbortSignal.timeout(120_000) });
 
-/** Every entry of a tree by lstat: a file's SHA-256 and mode, a link's target, a directory. */
+/** Every entry of a tree by lstat: a file's SHA-256 and mode, a link's target, a directory's mode. */
 async function treeOf(dir: string) {
   const out: Record<string, string> = {};
   async function walk(rel: string) {
@@ -44,7 +44,7 @@ async function treeOf(dir: string) {
       const stat = await fs.lstat(path.join(dir, p));
       if (stat.isSymbolicLink()) out[p] = `link ${await fs.readlink(path.join(dir, p))}`;
       else if (stat.isDirectory()) {
-        out[p] = 'dir';
+        out[p] = `dir ${(stat.mode & 0o7777).toString(8)}`;
         await walk(p);
       } else
         out[p] = `file ${(stat.mode & 0o7777).toString(8)} ${createHash('sha256')
@@ -165,7 +165,7 @@ const manifestOf = async (snapshot: Snapshot) =>
   );
 
 describe('issue 30 (decision #235): a move final sync carries only the changes, and checks the whole copy', () => {
-  it('issue 30: files added, changed (an mtime set back too), removed, retyped and relinked, rows changed, tables added, dropped, altered and given a trigger: the final backup holds only those, and its restore makes the copy equal to the source', async () => {
+  it("issue 30: files added, changed (an mtime set back too), removed, retyped and relinked, a directory's mode alone changed, rows changed, tables added, dropped, altered and given a trigger: the final backup holds only those, and its restore makes the copy equal to the source", async () => {
     const c = await copied();
     const src = host.paths(c.from.id).public;
     // Files: one added in a new directory (a name with a newline and a leading dash), one changed
@@ -185,6 +185,8 @@ describe('issue 30 (decision #235): a move final sync carries only the changes, 
     await fs.writeFile(path.join(src, 'becomes-file'), 'now a file');
     await fs.rm(path.join(src, 'link'));
     await fs.symlink('wp-includes/version.php', path.join(src, 'link'));
+    // A directory whose mode alone changed (a plugin closing its folder).
+    await fs.chmod(path.join(src, 'wp-includes'), 0o555);
     await sql(c.from.id, [
       "UPDATE wp_options SET v = 'after' WHERE id = 1",
       'CREATE TABLE wp_new (id INT PRIMARY KEY)',

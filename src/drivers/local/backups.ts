@@ -314,7 +314,8 @@ export function backupOperations(
     if (!owner) throw new DriverError('restore', 'the install has no copy here to apply changes to', true);
     const n = databaseNames(id);
     await tenant.removePaths(owner, live, delta.remove, call.signal);
-    await tenant.extractArchive(owner, backup.archive, live, 'restore', call.signal);
+    // Its directories are the new ones and those whose mode changed: their modes are applied.
+    await tenant.extractArchive(owner, backup.archive, live, 'restore', call.signal, true);
     await ctx.web?.adopt(id, live, await accountOf(ctx, id), call.signal);
     const { changed, dropped, kept } = delta.tables;
     if (restoreDatabase && changed.length > 0) {

@@ -311,7 +311,7 @@ export async function removePaths(owner: TreeOwner, dir: string, paths: string[]
 }
 
 /** `tar --extract` run as `owner` into `dir` (made by {@link makeTreeDir}): modes kept, owners not. */
-function extractor(owner: TreeOwner, dir: string, gzip: boolean, signal: AbortSignal) {
+function extractor(owner: TreeOwner, dir: string, gzip: boolean, signal: AbortSignal, overwriteDirs = false) {
   return spawnAs(
     owner,
     'tar',
@@ -320,7 +320,7 @@ function extractor(owner: TreeOwner, dir: string, gzip: boolean, signal: AbortSi
       ...(gzip ? ['--gzip'] : []),
       '--no-same-owner',
       '--same-permissions',
-      '--no-overwrite-dir',
+      overwriteDirs ? '--overwrite-dir' : '--no-overwrite-dir',
       '--file',
       '-',
       '--directory',
@@ -333,7 +333,9 @@ function extractor(owner: TreeOwner, dir: string, gzip: boolean, signal: AbortSi
 
 /**
  * A restore's tree: root reads its own backup archive and pipes it into `tar --extract` run as the
- * install's owner, in `dir` (only that owner and root reach it); then {@link sanitizeTree}.
+ * install's owner, in `dir` (only that owner and root reach it); then {@link sanitizeTree}. A
+ * directory that exists keeps its mode, unless `overwriteDirs` (a move's changes: the archive lists
+ * only the directories that are new or whose mode changed, never the tree's top; decision #235).
  */
 export async function extractArchive(
   owner: TreeOwner,
@@ -341,8 +343,9 @@ export async function extractArchive(
   dir: string,
   operation: DriverOperation,
   signal: AbortSignal,
+  overwriteDirs = false,
 ) {
-  const child = extractor(owner, dir, true, signal);
+  const child = extractor(owner, dir, true, signal, overwriteDirs);
   const done = exited(child, 'tar');
   await Promise.all([
     pipeline(createReadStream(archive), child.stdin as NodeJS.WritableStream).catch(async (err) => {

@@ -21,12 +21,12 @@ const file = (size: number, mtime = '100.5', extra: Partial<TreeEntry> = {}): Tr
   link: '',
   ...extra,
 });
-const dir = (mtime = '100.5'): TreeEntry => ({
+const dir = (mtime = '100.5', mode = '755'): TreeEntry => ({
   type: 'd',
   size: 4096,
   mtime,
   ctime: mtime,
-  mode: '755',
+  mode,
   link: '',
 });
 const link = (to: string): TreeEntry => ({
@@ -62,7 +62,7 @@ describe('issue 30 (decision #235): a move final sync takes only what changed si
     assert.equal(parseIndex('').size, 0);
   });
 
-  it('issue 30: new, changed (size, mtime, ctime only: an mtime set back, mode, link target) and retyped entries are sent; gone ones removed, a gone tree by its top only', () => {
+  it('issue 30: new, changed (size, mtime, ctime only: an mtime set back, mode, link target), retyped entries and directories whose mode changed are sent; gone ones removed, a gone tree by its top only', () => {
     const base = tree({
       same: file(10),
       grown: file(10),
@@ -78,6 +78,7 @@ describe('issue 30 (decision #235): a move final sync takes only what changed si
       'gone-tree/sub': dir(),
       'gone-tree/sub/f': file(1),
       kept: dir(),
+      locked: dir(),
     });
     const now = tree({
       same: file(10),
@@ -91,6 +92,7 @@ describe('issue 30 (decision #235): a move final sync takes only what changed si
       'was-file/new': file(2),
       kept: dir('999.9'),
       'kept/new': file(4),
+      locked: dir('100.5', '700'),
     });
     const { send, remove } = diffIndex(base, now);
     assert.deepEqual(send, [
@@ -98,6 +100,7 @@ describe('issue 30 (decision #235): a move final sync takes only what changed si
       'chmodded',
       'grown',
       'kept/new',
+      'locked',
       'relinked',
       'touched',
       'was-dir',

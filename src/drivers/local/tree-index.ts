@@ -63,16 +63,18 @@ export function indexFromRows(rows: unknown): TreeIndex {
   return index;
 }
 
+// A directory's size and times follow its entries (listed on their own): its mode is its own.
 const same = (a: TreeEntry, b: TreeEntry) =>
   a.type === b.type &&
-  (a.type === 'd' ||
-    (a.size === b.size &&
+  (a.type === 'd'
+    ? a.mode === b.mode
+    : a.size === b.size &&
       a.mtime === b.mtime &&
       a.ctime === b.ctime &&
       a.mode === b.mode &&
-      a.link === b.link));
+      a.link === b.link);
 
-/** Whether two indexes of a tree list the same entries, alike (directories by type only). */
+/** Whether two indexes of a tree list the same entries, alike (directories by type and mode only). */
 export function sameIndex(a: TreeIndex, b: TreeIndex): boolean {
   if (a.size !== b.size) return false;
   for (const [rel, entry] of a) {
@@ -91,8 +93,8 @@ function under(rel: string, dirs: Set<string>) {
 
 /**
  * What changed from `base` to `now`: `send`, the entries to archive (new ones, and files, links and
- * FIFOs whose size, times, mode or target differ; a directory only when new: its entries are listed
- * on their own), and `remove`, what the target removes first (entries gone, only the topmost of a
+ * FIFOs whose size, times, mode or target differ; a directory when new or its mode changed: its
+ * entries are listed on their own), and `remove`, what the target removes first (entries gone, only the topmost of a
  * gone tree, and entries whose type changed: a directory that became a file, a file that became a
  * directory or a link), both sorted.
  */
