@@ -45,6 +45,9 @@ const { values: args } = parseArgs({
     'files-mb': { type: 'string', default: '200' },
     'db-mb': { type: 'string', default: '50' },
     files: { type: 'string', default: '3000' },
+    // A new connection per request (no keep-alive): a client that a reload's closing of idle
+    // keep-alive connections cannot catch (Node's client does not retry as browsers do).
+    'fresh-connections': { type: 'boolean', default: false },
   },
 });
 const MOVES = Number(args.moves);
@@ -58,7 +61,15 @@ function request(address: string, host: string, method: 'GET' | 'POST'): Promise
   return new Promise((resolve) => {
     // Settled once: a request destroyed mid-answer (its 2 s timeout) ends with 'close', not 'end'.
     const req = http.request(
-      { host: address, port: 80, path: '/', method, headers: { host }, timeout: 2000 },
+      {
+        host: address,
+        port: 80,
+        path: '/',
+        method,
+        headers: { host },
+        timeout: 2000,
+        ...(args['fresh-connections'] && { agent: false }),
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
