@@ -299,10 +299,22 @@ describe('local driver web tier (issue 21)', {
     }
   });
 
-  it("issue 21: two installs: one's PHP cannot read the other's wp-config.php (nor /etc/passwd)", async () => {
+  it("issue 21: two installs: one's PHP cannot read the other's wp-config.php (nor /etc/passwd); a request of one in flight while the other is provisioned (PHP-FPM reloaded for its pool) is answered", async () => {
     const a = await served();
-    const b = await served();
     const aPublic = host.paths(a.w.install.id).public;
+    // A request of A that takes 6 s, started before B is provisioned: B's pool reloads PHP-FPM
+    // meanwhile, which must let A's request end (process_control_timeout), not kill it (a 502).
+    const slow = path.join(aPublic, 'slow.php');
+    await fs.writeFile(slow, '<?php sleep(6); echo "slept";\n');
+    execFileSync('chown', [`${userOf(a.w.install.id)}:${userOf(a.w.install.id)}`, slow]);
+    const inFlight = get(port, a.cname, '/slow.php');
+    const b = await served();
+    const answered = await inFlight;
+    assert.deepEqual(
+      { status: answered?.status, body: answered?.body },
+      { status: 200, body: 'slept' },
+      "A's request in flight while B's pool was added",
+    );
     const bConfig = path.join(host.paths(b.w.install.id).public, 'wp-config.php');
     assert.ok(existsSync(bConfig));
     // A small PHP file in A's document root, owned by A's user (as anything A's WordPress writes).

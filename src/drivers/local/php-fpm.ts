@@ -74,12 +74,23 @@ php_admin_value[disable_functions] = ${DISABLED_FUNCTIONS.join(',')}
 `;
 }
 
+/**
+ * PHP-FPM's `process_control_timeout` (its default, 0, kills the requests in flight at a reload): how
+ * long a reload waits for them (decision #242). Meanwhile new requests wait in the pools' sockets (the
+ * old children take none), so a longer bound would stall every site of the server behind one slow
+ * request; a request longer than this is still cut at the reload.
+ */
+export const PROCESS_CONTROL_TIMEOUT_SECONDS = 10;
+
 export function createPhpFpm(paths: WebPaths) {
   const global = (poolsDir: string) => `; Written by Hostplane (local driver, web tier).
 [global]
 pid = ${paths.fpmPid}
 error_log = ${path.join(paths.logs, 'php-fpm.log')}
 daemonize = yes
+; A reload (a pool added, changed or removed: any install of the server provisioned or deleted) lets
+; the requests in flight end, up to this long, instead of killing them (a 502 for another site).
+process_control_timeout = ${PROCESS_CONTROL_TIMEOUT_SECONDS}s
 include = ${poolsDir}/*.conf
 `;
   let chain: Promise<unknown> = Promise.resolve();
