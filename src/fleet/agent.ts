@@ -24,8 +24,8 @@ import {
 import { agentSshAuthority } from './agent-ssh.js';
 import { REMOTE_METHODS, type RemoteMethod } from './remote-driver.js';
 
-/** The agent protocol spoken (modules/servers/servers.service.ts AGENT_PROTOCOL). */
-export const AGENT_PROTOCOL = 1;
+/** The agent protocol spoken (modules/servers/servers.service.ts AGENT_PROTOCOL, decision #243). */
+export const AGENT_PROTOCOL = 2;
 
 export interface AgentDeps {
   /** The control plane's base URL (http or https). */

@@ -40,15 +40,22 @@ async function createServer(body: Record<string, unknown> = {}) {
   return res.body as { server: Json; enrolment: { token: string; expires_at: string } };
 }
 
-/** A server with an enrolled agent (its client) that has sent one heartbeat. */
-async function enrolledServer(body: Record<string, unknown> = {}) {
+/** A server with an enrolled agent (its client) that has sent one heartbeat (of `agent`'s protocol). */
+async function enrolledServer(
+  body: Record<string, unknown> = {},
+  agentSpeaks = { protocol: 1, version: '0.1.0' },
+) {
   const { server, enrolment } = await createServer(body);
   const enrolled = await t.anonymous.post('/agent/v1/enrol', { token: enrolment.token });
   assert.equal(enrolled.status, 201, JSON.stringify(enrolled.body));
   const agent = clientFor(t.app, `Bearer ${enrolled.body.credential}`);
   const session = `s-${randomBytes(6).toString('hex')}`;
   const beat = () =>
-    agent.post('/agent/v1/heartbeat', { protocol: 1, agent_version: '0.1.0', report: REPORT });
+    agent.post('/agent/v1/heartbeat', {
+      protocol: agentSpeaks.protocol,
+      agent_version: agentSpeaks.version,
+      report: REPORT,
+    });
   assert.equal((await beat()).status, 200);
   const fetch = async () => {
     const res = await agent.post('/agent/v1/calls/fetch', { session, max: 20, wait_seconds: 0 });
@@ -170,19 +177,30 @@ describe('issue 30: enrolment and credentials', () => {
     assert.equal((await fresh.post('/agent/v1/heartbeat', beat)).status, 401, 'grace over');
   });
 
-  it('issue 30: a heartbeat shows the agent live with its version and capacity; another protocol is 409 naming both', async () => {
+  it('issue 30 (decision 243): a heartbeat shows the agent live with its version, protocol and capacity; an older protocol in the range is taken, a newer one than the control plane speaks is 409 naming both', async () => {
     const { server, agent } = await enrolledServer();
     const got = await t.admin.get(`/admin/v1/servers/${server.id}`);
     assert.equal(got.body.status, 'live');
     assert.equal(got.body.agent_version, '0.1.0');
     assert.equal(got.body.reported.disk_free_bytes, REPORT.disk_free_bytes);
-    const other = await agent.post('/agent/v1/heartbeat', {
+    assert.equal(got.body.reported.protocol, 1, 'an agent of protocol 1 is still taken');
+    const current = await agent.post('/agent/v1/heartbeat', {
       protocol: 2,
+      agent_version: '0.2.0',
+      report: REPORT,
+    });
+    assert.equal(current.status, 200, JSON.stringify(current.body));
+    assert.equal((await t.admin.get(`/admin/v1/servers/${server.id}`)).body.reported.protocol, 2);
+    const other = await agent.post('/agent/v1/heartbeat', {
+      protocol: 3,
       agent_version: '9.0.0',
       report: REPORT,
     });
     assert.equal(other.status, 409);
-    assert.match(other.body.message, /9\.0\.0.*protocol 2.*protocol 1/);
+    assert.match(
+      other.body.message,
+      /9\.0\.0.*protocol 3.*protocols 1 to 2: upgrade the control plane first/,
+    );
     t.clock.advance(31 * 1000);
     assert.equal((await t.admin.get(`/admin/v1/servers/${server.id}`)).body.status, 'silent');
   });
@@ -240,6 +258,60 @@ describe('issue 30: calls through the agents (HOSTING_DRIVER=fleet)', () => {
       onSmall.body.results.map((p: Json) => p.install_id),
       [next.install.id],
     );
+  });
+
+  it('issue 30 (decision 243): during a rolling upgrade an agent of protocol 1 keeps the work it knows (an install placed and provisioned there) and gets no move: a move from or to its server is refused naming its version, placement of a move skips it', async () => {
+    const dc = region();
+    const old = await enrolledServer(
+      { labels: { region: dc }, capacity: { installs: 50 } },
+      { protocol: 1, version: '0.0.9' },
+    );
+    const current = await enrolledServer(
+      { labels: { region: dc }, capacity: { installs: 2 } },
+      { protocol: 2, version: '0.2.0' },
+    );
+    /** An install placed on `on` (the other cordoned meanwhile), provisioned by its agent. */
+    async function provisionedOn(on: typeof old, other: typeof old) {
+      await t.admin.patch(`/admin/v1/servers/${other.server.id}`, { state: 'cordoned' });
+      const { install, owner } = await installIn(dc);
+      await t.admin.patch(`/admin/v1/servers/${other.server.id}`, { state: 'active' });
+      const [call] = await on.fetch();
+      assert.equal(call?.method, 'provision', 'the agent gets the work it knows');
+      const done = {
+        job_id: call?.job_id,
+        status: 'done',
+        result: { wp_version: '6.5', php_version: '8.2' },
+      };
+      assert.equal((await on.agent.post(`/agent/v1/calls/${call?.id}/report`, done)).body.state, 'done');
+      t.clock.advance(3000);
+      await t.runJobs();
+      assert.equal((await owner.client.get(`/v1/installs/${install.id}`)).body.status, 'active');
+      return install;
+    }
+    const onOld = await provisionedOn(old, current);
+    const from = await t.admin.post(`/admin/v1/installs/${onOld.id}/move`, { server_id: current.server.id });
+    assert.equal(from.status, 409, JSON.stringify(from.body));
+    assert.match(
+      from.body.message,
+      /agent 0\.0\.9 \(protocol 1\) cannot take part in a move .*protocol 2.*upgrade/,
+    );
+    const onCurrent = await provisionedOn(current, old);
+    const to = await t.admin.post(`/admin/v1/installs/${onCurrent.id}/move`, { server_id: old.server.id });
+    expectFieldError(to, 'server_id');
+    assert.match(JSON.stringify(to.body), /agent 0\.0\.9 \(protocol 1\) cannot take part in a move/);
+    // Placement of a move (no server named) passes over it: no other server takes moves.
+    const anywhere = await t.admin.post(`/admin/v1/installs/${onCurrent.id}/move`, {});
+    assert.equal(anywhere.status, 409, JSON.stringify(anywhere.body));
+    assert.match(anywhere.body.message, /with an agent that takes moves/);
+    // Upgraded (its next heartbeat speaks protocol 2), it takes the move.
+    assert.equal(
+      (await old.agent.post('/agent/v1/heartbeat', { protocol: 2, agent_version: '0.2.0', report: REPORT }))
+        .status,
+      200,
+    );
+    const dry = await t.admin.post(`/admin/v1/installs/${onCurrent.id}/move?dry_run=true`, {});
+    assert.equal(dry.status, 200, JSON.stringify(dry.body));
+    assert.equal(dry.body.target_server_id, old.server.id);
   });
 
   it("issue 30 (decision #212): a heartbeat naming an install of its own whose server block is gone starts the install's apply_routing (joined while queued); one naming another server's install starts nothing", async () => {

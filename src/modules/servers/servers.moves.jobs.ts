@@ -20,6 +20,7 @@ import {
   stateOf,
 } from './servers.moves.service.js';
 import * as repo from './servers.repo.js';
+import { MOVE_PROTOCOL } from './servers.service.js';
 
 type Where = { serverId: string; generation: number };
 /** Each carried backup by id: its snapshot on the source and on the target (decision #226). */
@@ -230,6 +231,10 @@ export function createMoveJob(deps: MovesDeps) {
     if (!until) return null;
     const address = await repo.addressOf(deps.db, target.serverId);
     if (!address) return null;
+    // An agent that does not know `forward_to` would serve its stale copy instead (decision #243).
+    const protocol = await repo.agentProtocolOf(deps.db, source.serverId);
+    if (protocol === null || protocol < MOVE_PROTOCOL)
+      return `not forwarded (the old server's agent speaks protocol ${protocol ?? 'unknown'})`;
     const ref = moveRef(install);
     const result = await calls
       .askOn(

@@ -19,6 +19,7 @@ import {
 } from '../operations/operations.service.js';
 import type { CallSpec } from './servers.calls.service.js';
 import * as repo from './servers.repo.js';
+import { MOVE_PROTOCOL } from './servers.service.js';
 
 /** What a move reads of an install (the installs module's row has these fields). */
 export interface MovedInstall {
@@ -111,12 +112,24 @@ export function createMovesService(deps: MovesDeps) {
     const open = await operations.openOfType(installId, 'move_install', tx);
     if (open) throw Errors.conflict(`Install ${install.name} is being moved already (operation ${open.id})`);
     await operations.assertIdle(tx, install, 'read', 'install_id');
+    // Decision #243: an agent of an older protocol keeps the work it knows; a move is not among it.
+    const source = await repo.targetOf(tx, placement.server_id);
+    if (source && source.protocol < MOVE_PROTOCOL)
+      throw Errors.conflict(
+        `Install ${install.name} is on ${source.name}, whose agent ${agentOf(source)} cannot take part in a move (it needs agent protocol ${MOVE_PROTOCOL}): upgrade that agent first`,
+      );
     let target = targetServerId;
     if (target === null) {
-      target = await repo.pickTarget(tx, placement.server_id, locked.preferred_data_center, liveSince());
+      target = await repo.pickTarget(
+        tx,
+        placement.server_id,
+        locked.preferred_data_center,
+        liveSince(),
+        MOVE_PROTOCOL,
+      );
       if (!target)
         throw Errors.conflict(
-          'No other live, active hosting server has room for the install: add one, or free capacity',
+          'No other live, active hosting server (with an agent that takes moves) has room for the install: add one, upgrade one, or free capacity',
         );
     } else {
       const row = await repo.targetOf(tx, target);
@@ -127,6 +140,10 @@ export function createMovesService(deps: MovesDeps) {
       const beat = row.last_heartbeat_at === null ? null : new Date(row.last_heartbeat_at);
       if (!beat || beat <= liveSince()) throw refuse(`Server ${row.name} is not live (no recent heartbeat)`);
       if (row.free <= 0) throw refuse(`Server ${row.name} is full`);
+      if (row.protocol < MOVE_PROTOCOL)
+        throw refuse(
+          `Server ${row.name}'s agent ${agentOf(row)} cannot take part in a move (it needs agent protocol ${MOVE_PROTOCOL}): upgrade it first`,
+        );
     }
     return {
       install,
@@ -314,6 +331,10 @@ export async function refuseDeleteWhileMoving(tx: Db, install: { id: string; nam
     `Install ${install.name} is being moved to another hosting server (operation ${move.id}${by}): delete it once the move has ended, or ask the host to cancel the move`,
   );
 }
+
+/** How an error names a server's agent: its version and protocol. */
+const agentOf = (row: { agent_version: string | null; protocol: number }) =>
+  `${row.agent_version ?? '(unknown version)'} (protocol ${row.protocol})`;
 
 /** The install as the driver is told it. */
 export const moveRef = (install: MovedInstall): DriverInstallRef => ({

@@ -436,7 +436,27 @@ export async function switchPlacement(
  * A move's target: the live, active server other than `exclude` with the most free install slots
  * (open moves towards a server count as placed there), in `region` when given; null when none has room.
  */
-export async function pickTarget(db: Db, exclude: string, region: string | null, liveSince: Date) {
+/** The agent protocol of a server's last heartbeat (1 when none said: an agent before decision #243). */
+const protocolOf = (server: ReturnType<typeof sql>) =>
+  sql`coalesce((${server}.reported->>'protocol')::int, 1)`;
+
+/** A server's agent protocol (decision #243), or null when there is no such server. */
+export async function agentProtocolOf(db: Db, serverId: string): Promise<number | null> {
+  const rows = await queryRows<{ protocol: number }>(
+    db,
+    sql`select ${protocolOf(sql`s`)}::int as protocol from ${servers} s where s.id = ${serverId}::uuid`,
+  );
+  return rows[0]?.protocol ?? null;
+}
+
+export async function pickTarget(
+  db: Db,
+  exclude: string,
+  region: string | null,
+  liveSince: Date,
+  /** The agent protocol the target must speak at least (a move's, decision #243). */
+  minProtocol = 1,
+) {
   const rows = await queryRows<{ id: string }>(
     db,
     sql`select s.id from ${servers} s
@@ -444,6 +464,7 @@ export async function pickTarget(db: Db, exclude: string, region: string | null,
           and s.last_heartbeat_at > ${liveSince.toISOString()}::timestamptz
           and (${region}::text is null or s.labels->>'region' = ${region}::text)
           and s.capacity_installs > ${usedSlots(sql`s.id`)}
+          and ${protocolOf(sql`s`)} >= ${minProtocol}::int
         order by s.capacity_installs - ${usedSlots(sql`s.id`)} desc, s.id
         limit 1`,
   );
@@ -464,9 +485,12 @@ export async function targetOf(db: Db, serverId: string) {
     state: string;
     last_heartbeat_at: Date | string | null;
     free: number;
+    protocol: number;
+    agent_version: string | null;
   }>(
     db,
-    sql`select s.id, s.name, s.state, s.last_heartbeat_at, (s.capacity_installs - ${usedSlots(sql`s.id`)})::int as free
+    sql`select s.id, s.name, s.state, s.last_heartbeat_at, (s.capacity_installs - ${usedSlots(sql`s.id`)})::int as free,
+          ${protocolOf(sql`s`)}::int as protocol, s.agent_version
         from ${servers} s where s.id = ${serverId}::uuid`,
   );
   return rows[0] ?? null;

@@ -70,6 +70,14 @@ export const ServerReport = Type.Object({
         'Issue 30: installs whose server block the agent found missing: the control plane applies their routing again',
     }),
   ),
+  protocol: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      description:
+        'The agent protocol of its last heartbeat (set by the control plane; a move needs 2 on both servers)',
+    }),
+  ),
 });
 
 export const ServerSchema = Type.Object({

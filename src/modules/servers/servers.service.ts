@@ -9,8 +9,17 @@ import { Errors } from '../../errors.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import * as repo from './servers.repo.js';
 
-/** The agent protocol this control plane speaks (`hostplane agent` sends its own: refused when other). */
-export const AGENT_PROTOCOL = 1;
+/**
+ * The agent protocols this control plane speaks (decision #243): `hostplane agent` sends its own; one
+ * outside MIN_AGENT_PROTOCOL..AGENT_PROTOCOL is refused, naming both. An older agent within the range
+ * keeps the work it knows (every driver call of protocol 1) and gets nothing it does not: a move needs
+ * MOVE_PROTOCOL on both its servers. 2: a move's calls (`frozen`, `warm`, `forward_to`, the final
+ * sync's `index_files`/`changes_since`/`table_fingerprints`, `adoptBackup`), which an agent of
+ * protocol 1 would ignore or refuse.
+ */
+export const AGENT_PROTOCOL = 2;
+export const MIN_AGENT_PROTOCOL = 1;
+export const MOVE_PROTOCOL = 2;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const secret = () => randomBytes(32).toString('base64url');
@@ -209,13 +218,14 @@ export function createServersService({
     },
 
     async heartbeat(serverId: string, beat: { protocol: number; agent_version: string; report: unknown }) {
-      if (beat.protocol !== AGENT_PROTOCOL)
+      if (beat.protocol < MIN_AGENT_PROTOCOL || beat.protocol > AGENT_PROTOCOL)
         throw Errors.conflict(
-          `Agent ${beat.agent_version} speaks agent protocol ${beat.protocol}; this control plane speaks protocol ${AGENT_PROTOCOL}: upgrade the agent`,
+          `Agent ${beat.agent_version} speaks agent protocol ${beat.protocol}; this control plane speaks protocols ${MIN_AGENT_PROTOCOL} to ${AGENT_PROTOCOL}: ${beat.protocol < MIN_AGENT_PROTOCOL ? 'upgrade the agent' : 'upgrade the control plane first'}`,
         );
+      // The protocol is kept with the report: what the server's agent can be sent (decision #243).
       await repo.recordHeartbeat(db, serverId, {
         agent_version: beat.agent_version,
-        reported: beat.report,
+        reported: { ...(beat.report as object), protocol: beat.protocol },
         at: clock.now(),
       });
       const row = await get(serverId);
