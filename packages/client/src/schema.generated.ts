@@ -20079,6 +20079,8 @@ export interface operations {
                                 drift?: string[];
                                 /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
                                 routing_missing?: string[];
+                                /** @description The agent protocol of its last heartbeat (set by the control plane; a move needs 2 on both servers) */
+                                protocol?: number;
                             } | null;
                             drain: {
                                 /** Format: uuid */
@@ -20236,6 +20238,8 @@ export interface operations {
                                 drift?: string[];
                                 /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
                                 routing_missing?: string[];
+                                /** @description The agent protocol of its last heartbeat (set by the control plane; a move needs 2 on both servers) */
+                                protocol?: number;
                             } | null;
                             drain: {
                                 /** Format: uuid */
@@ -20445,6 +20449,8 @@ export interface operations {
                             drift?: string[];
                             /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
                             routing_missing?: string[];
+                            /** @description The agent protocol of its last heartbeat (set by the control plane; a move needs 2 on both servers) */
+                            protocol?: number;
                         } | null;
                         drain: {
                             /** Format: uuid */
@@ -20760,6 +20766,8 @@ export interface operations {
                             drift?: string[];
                             /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
                             routing_missing?: string[];
+                            /** @description The agent protocol of its last heartbeat (set by the control plane; a move needs 2 on both servers) */
+                            protocol?: number;
                         } | null;
                         drain: {
                             /** Format: uuid */
@@ -21133,6 +21141,8 @@ export interface operations {
                             drift?: string[];
                             /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
                             routing_missing?: string[];
+                            /** @description The agent protocol of its last heartbeat (set by the control plane; a move needs 2 on both servers) */
+                            protocol?: number;
                         } | null;
                         drain: {
                             /** Format: uuid */
@@ -22156,6 +22166,8 @@ export interface operations {
                                 drift?: string[];
                                 /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
                                 routing_missing?: string[];
+                                /** @description The agent protocol of its last heartbeat (set by the control plane; a move needs 2 on both servers) */
+                                protocol?: number;
                             } | null;
                             drain: {
                                 /** Format: uuid */
@@ -22442,6 +22454,8 @@ export interface operations {
                         drift?: string[];
                         /** @description Issue 30: installs whose server block the agent found missing: the control plane applies their routing again */
                         routing_missing?: string[];
+                        /** @description The agent protocol of its last heartbeat (set by the control plane; a move needs 2 on both servers) */
+                        protocol?: number;
                     };
                 };
             };
