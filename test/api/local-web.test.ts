@@ -484,6 +484,44 @@ describe('local driver web tier (issue 21)', {
     assert.equal(page?.body.includes(prod.cname), false, 'no link to production is left');
   });
 
+  it("issue 30 (decision 244): routing applied again unchanged reloads no nginx (a reload can drop any site's request): its workers stay and the site serves; a changed routing (a name added) reloads", async () => {
+    const { w, cname } = await served();
+    const driver = t.app.services.driver;
+    const install = { id: w.install.id as string, name: w.install.name as string, wp_version: null };
+    const routing = (names: string[]) => ({
+      install,
+      default_name: cname,
+      domains: names.map((name) => ({ name, primary: false, redirect_to: null, secure_all_urls: false })),
+      certificates: [],
+    });
+    const apply = async (names: string[]) => {
+      const done = await driver.applyRouting(
+        { key: `routing-${Date.now()}-${Math.random()}`, signal: new AbortController().signal },
+        routing(names),
+      );
+      assert.equal(done.done, true, JSON.stringify(done));
+    };
+    const master = Number(await fs.readFile(path.join(web, 'run', 'nginx.pid'), 'utf8'));
+    const workers = () =>
+      execFileSync('ps', ['-o', 'pid=', '--ppid', String(master)], { encoding: 'utf8' })
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean)
+        .sort();
+    await apply([]);
+    const before = workers();
+    assert.ok(before.length > 0, 'nginx has workers');
+    await apply([]);
+    assert.deepEqual(workers(), before, 'the same routing again: no reload');
+    assert.equal((await until(port, cname, (r) => r?.status === 200))?.status, 200);
+    const extra = `extra-${Date.now()}.example`;
+    await apply([extra]);
+    const after = await until(port, extra, (r) => r?.status === 200);
+    assert.equal(after?.status, 200, 'the added name serves');
+    assert.notDeepEqual(workers(), before, 'a changed routing reloads');
+    await apply([]);
+  });
+
   it('issue 21: the FastCGI page cache serves a cached page (HIT) until purgeCache page empties it; logged-in cookies, POSTs and query strings bypass it', async () => {
     const { w, cname } = await served();
     const db = slugOf(w.install.id);

@@ -305,14 +305,14 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       const { block, names, wanted, url } = await routingBlock(install, routing);
       const dirs = pathsOf(ctx.hostingRoot, install.id);
       await nginx.put(block, signal, async () => {
-        if (await files.exists(path.join(dirs.public, 'wp-config.php')))
-          await wordpress.setSiteUrl({
-            documentRoot: dirs.public,
-            script: paths.siteUrl,
-            user: systemUser(install.id),
-            url,
-            signal,
-          });
+        if (!(await files.exists(path.join(dirs.public, 'wp-config.php')))) return false;
+        return wordpress.setSiteUrl({
+          documentRoot: dirs.public,
+          script: paths.siteUrl,
+          user: systemUser(install.id),
+          url,
+          signal,
+        });
       });
       await removeStaleCertificates(install.id, wanted);
       await purgePage(install.id);

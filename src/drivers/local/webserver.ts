@@ -290,6 +290,11 @@ ${httpsPort === null ? '' : '    proxy_ssl_server_name on;\n    proxy_ssl_name $
 `;
 }
 
+/** The page-cache generation a server block's text holds (its cache key's last word), or null. */
+function generationIn(text: string): string | null {
+  return /fastcgi_cache_key "[^"\n]* ([0-9a-f]{1,32})";/.exec(text)?.[1] ?? null;
+}
+
 /** The site itself inside a server block (its root, PHP through the install's pool, its page cache and access log). */
 function siteBody(block: ServerBlock, logs: string): string {
   const root = configPath(block.documentRoot);
@@ -415,14 +420,27 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
      * runs once the new configuration passed its checks, before it goes live (routing sets WordPress's
      * site URL there, so no request reaches the new block while WordPress still has the old URL).
      */
-    put: (block: ServerBlock, signal: AbortSignal, beforeSwap?: () => Promise<void>) =>
+    put: (block: ServerBlock, signal: AbortSignal, beforeSwap?: () => Promise<boolean | undefined>) =>
       serial(async () => {
         await prepare();
         const text = serverBlock(block, ports, paths);
+        const live = path.join(paths.sites, `${block.slug}.conf`);
+        // Decision #244: the same blocks as the live ones but for their page-cache generation, and
+        // WordPress's site URL unchanged: nothing to reload (a reload of nginx can drop a request of
+        // any site of the server as its old workers close their connections).
+        const current = await fs.readFile(live, 'utf8').catch(() => null);
+        const kept = current === null ? null : generationIn(current);
+        if (
+          current !== null &&
+          kept !== null &&
+          serverBlock({ ...block, cacheGeneration: kept }, ports, paths) === current &&
+          (await livePid(paths.nginxPid)) !== null &&
+          (await beforeSwap?.()) === false
+        )
+          return;
         await refuseTaken(block.slug, text);
         await check({ slug: block.slug, text }, signal);
         await beforeSwap?.();
-        const live = path.join(paths.sites, `${block.slug}.conf`);
         const temp = path.join(paths.sites, `.${block.slug}.conf.tmp`);
         await fs.writeFile(temp, text);
         await fs.rename(temp, live);

@@ -252,28 +252,41 @@ $_SERVER['HTTP_HOST'] = getenv('HP_HOST');
 $_SERVER['REQUEST_URI'] = '/';
 $_SERVER['SERVER_PROTOCOL'] = 'HTTP/1.1';
 require getenv('HP_DOCROOT') . '/wp-load.php';
+$changed = false;
 if (is_blog_installed()) {
-  update_option('siteurl', getenv('HP_URL'));
-  update_option('home', getenv('HP_URL'));
+  $changed = update_option('siteurl', getenv('HP_URL')) || $changed;
+  $changed = update_option('home', getenv('HP_URL')) || $changed;
 }
-echo get_option('home'), "\n";
+echo get_option('home'), "\n", $changed ? 'changed' : 'same', "\n";
 `;
 
-/** Issue 21 routing: WordPress's home and siteurl become `url` (the primary domain's, or the default name's). */
+/**
+ * Issue 21 routing: WordPress's home and siteurl become `url` (the primary domain's, or the default
+ * name's). Answers whether either changed (decision #244; true when the script's answer is unreadable).
+ */
 export async function setSiteUrl(input: {
   documentRoot: string;
   script: string;
   user: string;
   url: string;
   signal: AbortSignal;
-}) {
+}): Promise<boolean> {
   await writeScript(input.script, SITE_URL);
   const url = new URL(input.url);
-  await run('runuser', ['-u', input.user, '--', PHP_CLI, input.script], {
-    signal: AbortSignal.any([input.signal, AbortSignal.timeout(PHP_RUN_MS)]),
-    umask: INSTALL_UMASK,
-    env: { ...TOOL_ENV, HP_HOST: url.host, HP_URL: url.origin, HP_DOCROOT: input.documentRoot },
-  });
+  // The script's answer goes to a file of root's beside it (root writes it: the pipe is root's).
+  const answer = `${input.script}.${randomBytes(8).toString('hex')}.out`;
+  try {
+    await run('runuser', ['-u', input.user, '--', PHP_CLI, input.script], {
+      signal: AbortSignal.any([input.signal, AbortSignal.timeout(PHP_RUN_MS)]),
+      umask: INSTALL_UMASK,
+      env: { ...TOOL_ENV, HP_HOST: url.host, HP_URL: url.origin, HP_DOCROOT: input.documentRoot },
+      stdout: answer,
+    });
+    const text = await fs.readFile(answer, 'utf8').catch(() => '');
+    return text.split('\n')[1]?.trim() !== 'same';
+  } finally {
+    await fs.rm(answer, { force: true });
+  }
 }
 
 /** The PHP version that serves the install (`8.2.x`). */
