@@ -10,7 +10,7 @@ const block = {
   challenges: '/srv/hp/acme-challenge',
   tls: [{ names: ['shop.example'], certificate: '/srv/hp/tls/x.crt', key: '/srv/hp/tls/x.key' }],
 };
-const paths = { logs: '/srv/web/logs', cache: '/srv/web/cache' };
+const paths = { logs: '/srv/web/logs', cache: '/srv/web/cache', run: '/srv/web/run' };
 
 /** Each `server { ... }` of the text with its listen line and names. */
 const servers = (text: string) =>
@@ -93,5 +93,16 @@ describe('nginx server blocks: a moved install passed on (issue 30, decision 241
         () => serverBlock({ ...block, forward }, { http: 80, https: 443 }, paths),
         /not an address/,
       );
+  });
+});
+
+describe('nginx server blocks: a move freezes writes without a reload (issue 30, decisions 211 and 245)', () => {
+  it("tests the install's flag file at each request: frozen or not, the blocks' text is the same (nothing to reload)", () => {
+    const frozen = serverBlock({ ...block, frozen: true }, { http: 80, https: 443 }, paths);
+    assert.equal(frozen, serverBlock({ ...block, frozen: false }, { http: 80, https: 443 }, paths));
+    const site = servers(frozen).find((s) => s.listen === '80');
+    assert.match(site?.body ?? '', new RegExp(`if \\(-f /srv/web/run/${block.slug}\\.frozen\\) \\{`));
+    assert.match(site?.body ?? '', /if \(\$hp_frozen = "fw"\) \{\n {4}return 503;/);
+    assert.match(site?.body ?? '', /add_header Retry-After 30 always;/);
   });
 });

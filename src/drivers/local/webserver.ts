@@ -47,7 +47,9 @@ export interface ServerBlock {
   cacheGeneration?: string;
   /**
    * Issue 30: the install's move makes its final copy: requests other than GET, HEAD and OPTIONS
-   * answer 503 with Retry-After (nothing written on the source after its last backup is lost).
+   * answer 503 with Retry-After (nothing written on the source after its last backup is lost). Not in
+   * the blocks' text (decision #245): a flag file the blocks test at each request, so a freeze and its
+   * end reload nothing.
    */
   frozen?: boolean;
   /**
@@ -58,8 +60,22 @@ export interface ServerBlock {
   forward?: string;
 }
 
-/** Issue 30: what a frozen install answers a write (a move's final sync; decision #211). */
-const FROZEN = `  if ($request_method !~ ^(GET|HEAD|OPTIONS)$) {
+/** The flag file whose presence freezes an install's writes (decision #245): root's, in run/. */
+export const freezeFlag = (run: string, slug: string) => path.join(run, `${slug}.frozen`);
+
+/**
+ * Issue 30: what a frozen install answers a write (a move's final sync; decision #211): in every site
+ * block, tested at each request (a stat of the install's flag file; decision #245). nginx's 503s only
+ * (PHP's own 503 pages are not intercepted: no `fastcgi_intercept_errors`).
+ */
+const frozenCheck = (flag: string) => `  set $hp_frozen "";
+  if (-f ${configPath(flag)}) {
+    set $hp_frozen "f";
+  }
+  if ($request_method !~ ^(GET|HEAD|OPTIONS)$) {
+    set $hp_frozen "\${hp_frozen}w";
+  }
+  if ($hp_frozen = "fw") {
     return 503;
   }
   error_page 503 @hostplane_frozen;
@@ -213,7 +229,7 @@ function redirectTarget(target: string): string {
 export function serverBlock(
   block: ServerBlock,
   ports: WebPorts,
-  paths: Pick<WebPaths, 'logs' | 'cache'>,
+  paths: Pick<WebPaths, 'logs' | 'cache' | 'run'>,
 ): string {
   if (!/^hp_[0-9a-f]{32}$/.test(block.slug)) throw new Error(`not an install slug: ${block.slug}`);
   const http = `listen ${ports.http};`;
@@ -228,7 +244,7 @@ export function serverBlock(
   const forward = block.forward === undefined ? null : forwardAddress(block.forward);
   const site = (head: string, tlsPort: number | null = null) =>
     forward === null
-      ? `${head}${challenge}${siteBody(block, paths.logs)}}\n`
+      ? `${head}${challenge}${siteBody(block, paths.logs, paths.run)}}\n`
       : `${head}${forwardBody(block.slug, forward, tlsPort, ports.http, paths.logs)}}\n`;
   const redirect = (head: string, target: string) =>
     `${head}${challenge}  location / {\n    return 301 ${redirectTarget(target)}$request_uri;\n  }\n}\n`;
@@ -296,7 +312,7 @@ function generationIn(text: string): string | null {
 }
 
 /** The site itself inside a server block (its root, PHP through the install's pool, its page cache and access log). */
-function siteBody(block: ServerBlock, logs: string): string {
+function siteBody(block: ServerBlock, logs: string, run: string): string {
   const root = configPath(block.documentRoot);
   const socket = configPath(block.socket);
   // Issue 31: a link a tenant plants (over SFTP, or from PHP) is followed only to its own files.
@@ -304,7 +320,7 @@ function siteBody(block: ServerBlock, logs: string): string {
   disable_symlinks if_not_owner from=$document_root;
   index index.php index.html;
   access_log ${configPath(path.join(logs, `${block.slug}.access.log`))} hostplane_usage;
-${block.frozen ? FROZEN : ''}${CACHE_SKIP}
+${frozenCheck(freezeFlag(run, block.slug))}${CACHE_SKIP}
   location = /wp-config.php { deny all; }
   location ~ /\\. { deny all; }
   location / {
@@ -414,6 +430,13 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
     }
   }
 
+  /** The install's writes frozen or not (decision #245): its flag file, tested by its live blocks. */
+  async function setFrozen(block: ServerBlock) {
+    const flag = freezeFlag(paths.run, block.slug);
+    if (block.frozen === true && block.forward === undefined) await fs.writeFile(flag, '', { mode: 0o644 });
+    else await fs.rm(flag, { force: true });
+  }
+
   return {
     /**
      * Writes (or rewrites) an install's server block: checked, renamed in, reloaded. `beforeSwap`
@@ -437,7 +460,7 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
           (await livePid(paths.nginxPid)) !== null &&
           (await beforeSwap?.()) === false
         )
-          return;
+          return setFrozen(block);
         await refuseTaken(block.slug, text);
         await check({ slug: block.slug, text }, signal);
         await beforeSwap?.();
@@ -446,6 +469,7 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
         await fs.rename(temp, live);
         await writeMain();
         await startOrReload();
+        await setFrozen(block);
       }),
 
     /** Removes an install's server block (when there is one) and reloads. */
@@ -456,6 +480,7 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
         await prepare();
         await check({ slug, text: null }, signal);
         await fs.rm(live, { force: true });
+        await fs.rm(freezeFlag(paths.run, slug), { force: true });
         await writeMain();
         await startOrReload();
       }),
