@@ -21,7 +21,7 @@ import * as files from './files.js';
 import { accountOf } from './installs.js';
 import { databaseNames, installSlug, keySlug, pathsOf, stagingDir } from './names.js';
 import { allOrAbort } from './run.js';
-import { discardStaging, recover, stageDatabase, swapStaged } from './staging.js';
+import { discardOnFailure, recover, stageDatabase, swapStaged } from './staging.js';
 import * as tenant from './tenant.js';
 import {
   diffIndex,
@@ -320,13 +320,9 @@ export function backupOperations(
     const { changed, dropped, kept } = delta.tables;
     if (restoreDatabase && changed.length > 0) {
       const staging = stagingDir(hostingRoot, id, call.key);
-      let triggers: Trigger[];
-      try {
-        triggers = await stageDatabase(ctx, id, backup.dump, call.signal);
-      } catch (err) {
-        await discardStaging(ctx, id, staging);
-        throw err;
-      }
+      const triggers = await discardOnFailure(ctx, id, staging, () =>
+        stageDatabase(ctx, id, backup.dump, call.signal),
+      );
       await swapStaged(
         ctx,
         id,
@@ -394,18 +390,15 @@ export function backupOperations(
     const owner = (await tenant.ownerOf(live)) ?? tenant.ROOT;
     const mode = (await fs.lstat(live).catch(() => null))?.mode ?? 0o750;
     // Everything slow happens in staging; the swaps at the end are renames.
-    let triggers: Trigger[] = [];
-    try {
+    const triggers = await discardOnFailure(ctx, id, staging, async () => {
       await tenant.makeTreeDir(staging, owner);
       await tenant.extractArchive(owner, backup.archive, staging, 'restore', call.signal);
-      if (restoreDatabase) triggers = await stageDatabase(ctx, id, backup.dump, call.signal);
+      const staged: Trigger[] = restoreDatabase ? await stageDatabase(ctx, id, backup.dump, call.signal) : [];
       await ctx.web?.adopt(id, staging, await accountOf(ctx, id), call.signal);
       await tenant.settleTreeDir(staging, mode);
       await midway('restore', call.signal);
-    } catch (err) {
-      await discardStaging(ctx, id, staging);
-      throw err;
-    }
+      return staged;
+    });
     // Issue 28 finding 7: tables then files, all or nothing (staging.ts).
     await swapStaged(
       ctx,

@@ -7,7 +7,7 @@ import type { Trigger } from './database.js';
 import * as files from './files.js';
 import { accountOf } from './installs.js';
 import { databaseNames, pathsOf, stagingDir } from './names.js';
-import { discardStaging, recover, stageDatabase, swapStaged } from './staging.js';
+import { discardOnFailure, recover, stageDatabase, swapStaged } from './staging.js';
 import * as tenant from './tenant.js';
 
 /**
@@ -125,13 +125,11 @@ export function copyOperations(ctx: LocalContext): Pick<HostingDriver, 'copy'> {
         // Root's (the dump is root-only); the staged tree inside it is the destination owner's.
         await tenant.rootDir(path.dirname(staging));
         await tenant.rootDir(staging);
-        const staged = await (remote
-          ? stageFromSnapshot(input, remote, staging, call.signal)
-          : stageCopy(input, staging, call.signal)
-        ).catch(async (err) => {
-          await discardStaging(ctx, destination.id, staging);
-          throw err;
-        });
+        const staged = await discardOnFailure(ctx, destination.id, staging, () =>
+          remote
+            ? stageFromSnapshot(input, remote, staging, call.signal)
+            : stageCopy(input, staging, call.signal),
+        );
         // Issue 28 finding 7: tables then files, all or nothing (staging.ts).
         const copied = await swapStaged(
           ctx,

@@ -110,6 +110,21 @@ export async function discardStaging({ mariadb }: Staging, installId: string, st
   await mariadb.dropDatabase(n.trash).catch(() => undefined);
 }
 
+/** Runs `work` (staging a restore or a copy); when it fails, its staging goes (see {@link discardStaging}). */
+export async function discardOnFailure<T>(
+  ctx: Staging,
+  installId: string,
+  staging: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    await discardStaging(ctx, installId, staging);
+    throw err;
+  }
+}
+
 /**
  * Swaps in what a restore or copy staged, all or nothing; answers the tables swapped in (sorted).
  * Everything is checked before anything changes (views refused, names quoted, the tree on the same
@@ -121,14 +136,11 @@ export async function swapStaged(
   staged: Staged,
   signal: AbortSignal,
 ): Promise<string[]> {
-  let journal: Journal;
-  try {
-    journal = await prepare(ctx, installId, staged);
-    await writeJournal(ctx, installId, journal);
-  } catch (err) {
-    await discardStaging(ctx, installId, staged.staging);
-    throw err;
-  }
+  const journal = await discardOnFailure(ctx, installId, staged.staging, async () => {
+    const prepared = await prepare(ctx, installId, staged);
+    await writeJournal(ctx, installId, prepared);
+    return prepared;
+  });
   try {
     if (journal.tables) await swapTables(ctx, installId, journal.tables);
     await ctx.betweenSwaps(staged.operation, signal);

@@ -453,17 +453,16 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
         // any site of the server as its old workers close their connections).
         const current = await fs.readFile(live, 'utf8').catch(() => null);
         const kept = current === null ? null : generationIn(current);
-        if (
+        // The live blocks passed their checks already: the site URL is set before deciding.
+        const urlSet =
           current !== null &&
           kept !== null &&
           serverBlock({ ...block, cacheGeneration: kept }, ports, paths) === current &&
-          (await livePid(paths.nginxPid)) !== null &&
-          (await beforeSwap?.()) === false
-        )
-          return setFrozen(block);
+          (await livePid(paths.nginxPid)) !== null;
+        if (urlSet && (await beforeSwap?.()) === false) return setFrozen(block);
         await refuseTaken(block.slug, text);
         await check({ slug: block.slug, text }, signal);
-        await beforeSwap?.();
+        if (!urlSet) await beforeSwap?.();
         const temp = path.join(paths.sites, `.${block.slug}.conf.tmp`);
         await fs.writeFile(temp, text);
         await fs.rename(temp, live);

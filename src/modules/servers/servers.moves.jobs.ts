@@ -232,8 +232,8 @@ export function createMoveJob(deps: MovesDeps) {
     const address = await repo.addressOf(deps.db, target.serverId);
     if (!address) return null;
     // An agent that does not know `forward_to` would serve its stale copy instead (decision #243).
-    const protocol = await repo.agentProtocolOf(deps.db, source.serverId);
-    if (protocol === null || protocol < MOVE_PROTOCOL)
+    const protocol = (await repo.targetOf(deps.db, source.serverId))?.protocol;
+    if (protocol === undefined || protocol < MOVE_PROTOCOL)
       return `not forwarded (the old server's agent speaks protocol ${protocol ?? 'unknown'})`;
     const ref = moveRef(install);
     const result = await calls
@@ -401,13 +401,14 @@ export function createMoveJob(deps: MovesDeps) {
     // DNS still names it), then is cleaned (its calls at the old generation are this move's only). The
     // move is done at the switch: a forward or a clean-up that fails for good is reported, not rolled back.
     const forwarded = await forwardSource(op, install, source, target);
+    const before = forwarded ? `${forwarded}; ` : '';
     let cleaned = forwarded ? `${forwarded}, then cleaned` : 'cleaned';
     try {
       const parked = await cleanUp(op, install, 'clean-source', source);
-      if (parked) cleaned = `${forwarded ? `${forwarded}; ` : ''}${parked}`;
+      if (parked) cleaned = `${before}${parked}`;
     } catch (err) {
       if (err instanceof Later || !(err instanceof DriverError && err.final)) throw err;
-      cleaned = `${forwarded ? `${forwarded}; ` : ''}not cleaned (${err.message}): remove the install's leftovers there by hand`;
+      cleaned = `${before}not cleaned (${err.message}): remove the install's leftovers there by hand`;
     }
     await operations.complete(op.id, async () => ({
       details: [

@@ -432,23 +432,14 @@ export async function switchPlacement(
   return rows.length > 0;
 }
 
-/**
- * A move's target: the live, active server other than `exclude` with the most free install slots
- * (open moves towards a server count as placed there), in `region` when given; null when none has room.
- */
 /** The agent protocol of a server's last heartbeat (1 when none said: an agent before decision #243). */
 const protocolOf = (server: ReturnType<typeof sql>) =>
   sql`coalesce((${server}.reported->>'protocol')::int, 1)`;
 
-/** A server's agent protocol (decision #243), or null when there is no such server. */
-export async function agentProtocolOf(db: Db, serverId: string): Promise<number | null> {
-  const rows = await queryRows<{ protocol: number }>(
-    db,
-    sql`select ${protocolOf(sql`s`)}::int as protocol from ${servers} s where s.id = ${serverId}::uuid`,
-  );
-  return rows[0]?.protocol ?? null;
-}
-
+/**
+ * A move's target: the live, active server other than `exclude` with the most free install slots
+ * (open moves towards a server count as placed there), in `region` when given; null when none has room.
+ */
 export async function pickTarget(
   db: Db,
   exclude: string,
@@ -477,7 +468,7 @@ const usedSlots = (server: ReturnType<typeof sql>) =>
       + (select count(*) from ${operations} o where o.type = 'move_install'
            and o.status in ('queued', 'in_progress') and o.input->>'target_server_id' = ${server}::text))`;
 
-/** A server a move may target: its state, liveness and free slots (open moves counted). */
+/** A server of a move (its target, or its source): its state, liveness, free slots (open moves counted), agent protocol and version. */
 export async function targetOf(db: Db, serverId: string) {
   const rows = await queryRows<{
     id: string;
