@@ -181,7 +181,7 @@ export async function netnsHosting(count: number, options: NetnsOptions = {}) {
           ...(token && { AGENT_ENROLMENT_TOKEN: token }),
           ...env,
         },
-        'dist/cli.js',
+        undefined,
         ns.prefix(i),
       );
       server.agent = agent;

@@ -17,8 +17,12 @@ export interface Running {
 export function runCli(
   args: string[],
   env: Record<string, string>,
-  /** `bin/hostplane.js`: what `npm start` runs (the bundle of the same build, issue 20). */
-  entry = 'dist/cli.js',
+  /**
+   * The bundle `npm start` runs (bin/hostplane.js starts it; issue 20): ~0.35 CPU-s a start, where the
+   * file-by-file tree (dist/cli.js, ~960 modules) took ~1.2 on a loaded machine, in every CLI command,
+   * server, worker and agent a test starts (the suite's budget, issue 29 defect 6).
+   */
+  entry = 'dist/bundle/cli.js',
   /** A command to run it under, e.g. `ip netns exec NAME` (issue 30's hosting servers). */
   prefix: string[] = [],
 ): Running {
