@@ -6,6 +6,7 @@ import { type SQL, sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import type { SelectResultFields } from 'drizzle-orm/query-builders/select.types';
 import pg from 'pg';
+import { COMMIT_OUTCOME_UNKNOWN, isDatabaseUnavailable } from './errors.js';
 import { schema } from './schema.js';
 import { copyTemplate } from './template.js';
 
@@ -239,19 +240,70 @@ function dropIfTimedOut(client: pg.Client, err: unknown) {
     (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
   }
 }
+/** The statement's text, whether pg was given it as a string or in a query config. */
+function textOf(statement: unknown): string {
+  if (typeof statement === 'string') return statement;
+  const text = (statement as { text?: unknown } | null)?.text;
+  return typeof text === 'string' ? text : '';
+}
+const IN_TRANSACTION = Symbol('inTransaction');
+const LOST_COMMIT = Symbol('lostCommit');
+type Tracked = pg.Client & { [IN_TRANSACTION]?: boolean; [LOST_COMMIT]?: boolean };
+const BEGIN = /^\s*(begin|start\s+transaction)\b/i;
+const COMMIT = /^\s*(commit|end)\s*;?\s*$/i;
+const ROLLBACK = /^\s*(rollback|abort)\s*;?\s*$/i;
+const READ = /^\s*(select|show|values|explain)\b/i;
+const isRead = (text: string) =>
+  READ.test(text) || (/^\s*with\b/i.test(text) && !/\b(insert|update|delete|merge)\b/i.test(text));
+/**
+ * Whether `text`, about to be sent, commits when the database receives it: a COMMIT, or a statement
+ * that changes data sent outside a transaction (committed on its own). Inside a transaction, a lost
+ * connection rolls everything back. Follows the client's BEGIN/COMMIT/ROLLBACK.
+ */
+function commitsOnReceipt(client: Tracked, text: string): boolean {
+  if (BEGIN.test(text)) {
+    client[IN_TRANSACTION] = true;
+    return false;
+  }
+  if (COMMIT.test(text) || ROLLBACK.test(text)) {
+    const open = client[IN_TRANSACTION] === true;
+    client[IN_TRANSACTION] = false;
+    return open && COMMIT.test(text);
+  }
+  return client[IN_TRANSACTION] !== true && !isRead(text);
+}
+/**
+ * Decision 246: a statement that commits on receipt and whose answer never came (read timeout,
+ * connection reset) may have been applied: the database commits on receiving it, and the answer is
+ * what was lost. Its error is marked, so that the request says so (http/error-handler.ts) instead of
+ * "nothing was changed".
+ */
+function markLostCommit(client: Tracked, commits: boolean, err: unknown) {
+  // Drizzle answers a failed COMMIT with a ROLLBACK on the same (now closed) client and throws the
+  // ROLLBACK's error: every later error of a client that lost a commit's answer says so too.
+  if (!(err instanceof Error) || !(commits || client[LOST_COMMIT]) || !isDatabaseUnavailable(err)) return;
+  client[LOST_COMMIT] = true;
+  Object.assign(err, { [COMMIT_OUTCOME_UNKNOWN]: true });
+}
 DeadlineClient.prototype.query = function query(this: pg.Client, ...args: unknown[]) {
+  const commits = commitsOnReceipt(this, textOf(args[0]));
   const callback = args.at(-1);
   if (typeof callback === 'function') {
     args[args.length - 1] = (err: unknown, res: unknown) => {
       dropIfTimedOut(this, err);
+      markLostCommit(this, commits, err);
       callback(err, res);
     };
     return clientQuery.apply(this, args);
   }
   const result = clientQuery.apply(this, args);
-  // A side branch: the caller still gets the rejection; this one only watches for the timeout.
-  if (result instanceof Promise) result.catch((err: unknown) => dropIfTimedOut(this, err));
-  return result;
+  if (!(result instanceof Promise)) return result;
+  // The caller gets the same rejection, its error marked when a commit's answer was lost.
+  return result.catch((err: unknown) => {
+    dropIfTimedOut(this, err);
+    markLostCommit(this, commits, err);
+    throw err;
+  });
 } as typeof pg.Client.prototype.query;
 
 type DrizzlePg = typeof import('drizzle-orm/node-postgres').drizzle;

@@ -62,6 +62,19 @@ export function isStatementTimeout(err: unknown): boolean {
   return state !== null && TOO_SLOW_SQLSTATES.has(state.code);
 }
 
+/**
+ * Set on the error of a statement that commits on receipt (a COMMIT, a write outside a transaction)
+ * when its answer was lost (a read timeout, a reset): the database may have committed it, or not.
+ * db/client.ts marks it (decision 246).
+ */
+export const COMMIT_OUTCOME_UNKNOWN = 'commitOutcomeUnknown';
+
+/** True when a transaction's COMMIT was sent and its answer lost: the change may have been made. */
+export function isCommitOutcomeUnknown(err: unknown): boolean {
+  for (const e of causes(err)) if (e[COMMIT_OUTCOME_UNKNOWN] === true) return true;
+  return false;
+}
+
 /** True when the database rolled the transaction back because of a concurrent one (retry it). */
 export function isTransactionConflict(err: unknown): boolean {
   const state = sqlState(err);

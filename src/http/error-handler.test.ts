@@ -29,6 +29,19 @@ describe('error renderer: database errors', () => {
     }
   });
 
+  it('G11 decision 246: a lost answer to a commit is a 503 saying the change may have been made, not "retry"', async () => {
+    const lost = Object.assign(new Error('Query read timeout'), { commitOutcomeUnknown: true });
+    const res = await answerTo(Object.assign(new Error('Failed query'), { cause: lost }));
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.headers['retry-after'], '5');
+    assert.match(res.json().message, /may have been made/);
+    const plain = await answerTo(
+      Object.assign(new Error('Failed query'), { cause: new Error('Query read timeout') }),
+    );
+    assert.equal(plain.statusCode, 503);
+    assert.doesNotMatch(plain.json().message, /may have been made/);
+  });
+
   it('G8 any other query error stays a bare 500 without details', async () => {
     const res = await answerTo(pgError('42P01'));
     assert.equal(res.statusCode, 500);

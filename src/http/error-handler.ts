@@ -1,5 +1,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable, isStatementTimeout, isTransactionConflict } from '../db/errors.js';
+import {
+  isCommitOutcomeUnknown,
+  isDatabaseUnavailable,
+  isStatementTimeout,
+  isTransactionConflict,
+} from '../db/errors.js';
 import { AppError, Errors, type FieldError } from '../errors.js';
 
 declare module 'fastify' {
@@ -89,6 +94,9 @@ function toAppError(error: FastifyError, request: FastifyRequest): AppError | nu
       return Errors.badRequest(`Malformed JSON body: ${error.message}`);
   }
   if (error instanceof SyntaxError) return Errors.badRequest(`Malformed JSON body: ${error.message}`);
+  // The connection failed while a COMMIT was in flight: the change may have been made (decision 246).
+  // The client is told so, not "retry": a blind retry of a create could make it twice.
+  if (isCommitOutcomeUnknown(error)) return Errors.unavailable(COMMIT_OUTCOME_UNKNOWN_MESSAGE);
   if (isDatabaseUnavailable(error)) return Errors.unavailable();
   // A statement past its budget (a lock held elsewhere, a slow database): the transaction was rolled
   // back, so the request changed nothing and may be sent again (G11), as for an unreachable database.
@@ -130,6 +138,10 @@ function codeFor(status: number): AppError['code'] {
   }
 }
 
+/** A 503 whose change may have been made: the database went away while committing it. */
+export const COMMIT_OUTCOME_UNKNOWN_MESSAGE =
+  'The database stopped answering while this change was being committed: it may have been made. Look for it before sending the request again';
+
 /** Retry-After of a 503: about how long a database failover or restart takes to be noticed. */
 export const RETRY_AFTER_SECONDS = 5;
 
@@ -142,7 +154,12 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
     return reply.status(500).send({ message: 'Internal Server Error' });
   }
   if (appError.status === 503) {
-    request.log.warn({ err: error }, 'dependency unavailable');
+    const unknownOutcome = isCommitOutcomeUnknown(error);
+    request.log.warn({ err: error }, unknownOutcome ? 'commit outcome unknown' : 'dependency unavailable');
+    // An Idempotency-Key claimed for a change that may have been made is not given back (a 5xx's
+    // key otherwise is, so that a retry runs): a retry with it waits for the claim's lock timeout
+    // (409 with Retry-After) instead of making the change a second time at once.
+    if (unknownOutcome && request.idempotency) request.idempotency.token = null;
     // Every 503 says when to come back (G11); a more precise value from the error wins.
     reply.header('retry-after', String(RETRY_AFTER_SECONDS));
   }

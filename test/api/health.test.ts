@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type Database, openDatabase } from '../../src/db/client.js';
+import { sql } from 'drizzle-orm';
+import { type Database, openDatabase, queryRows } from '../../src/db/client.js';
 import { assertErrorBody } from '../support/assertions.js';
 import { TEST_DB } from '../support/databases.js';
 import { factories } from '../support/factories.js';
@@ -87,6 +88,7 @@ if (TEST_DB === 'postgres') {
         assertUnavailable(read, 'cached credential, GET /v1/sites');
         assertUnavailable(readUncached, 'uncached credential, GET /v1/sites');
         assertUnavailable(created, 'POST /v1/sites');
+        assert.doesNotMatch(created.body.message, /may have been made/, 'nothing was committed');
         assertUnavailable(ready, '/readyz');
         assert.equal(healthy.status, 200, '/healthz does not depend on the database');
         await settle();
@@ -129,6 +131,137 @@ if (TEST_DB === 'postgres') {
 }
 
 if (TEST_DB === 'postgres') {
+  describe('a COMMIT whose answer is lost (G11, decision 246)', () => {
+    let proxy: TcpProxy;
+    let database: Database;
+    let api: StartedApp;
+    const logs = captureLogs();
+
+    // This file's database through a proxy, with a request budget of 3 s (the answer is given up 1 s
+    // after it).
+    before(async () => {
+      assert.ok(t.databaseUrl);
+      const direct = new URL(t.databaseUrl);
+      proxy = await startTcpProxy(Number(direct.port || 5432), direct.hostname);
+      const proxied = new URL(t.databaseUrl);
+      proxied.hostname = '127.0.0.1';
+      proxied.port = String(proxy.port);
+      database = await openDatabase({
+        kind: 'postgres',
+        url: proxied.toString(),
+        poolSize: 5,
+        budget: { acquireTimeoutMs: 2000, statementTimeoutMs: 3000 },
+      });
+      api = await startApp(database, { logStream: logs.stream });
+    });
+    after(async () => {
+      await api.close();
+      await database.close();
+      await proxy.close();
+    });
+
+    /**
+     * Makes the commit of one row of `table` (where `condition` holds for `new`) take a second: a
+     * deferred trigger, so that the test can cut the answers while the database is committing it.
+     */
+    async function slowCommit(table: string, condition: string) {
+      await t.database.db.execute(`
+        create function hp_test_slow_commit() returns trigger language plpgsql as $$
+        begin if ${condition} then perform pg_sleep(1); end if; return null; end $$;
+        create constraint trigger hp_test_slow_commit after insert on ${table}
+          deferrable initially deferred for each row execute function hp_test_slow_commit();`);
+      return () =>
+        t.database.db.execute(
+          `drop trigger hp_test_slow_commit on ${table}; drop function hp_test_slow_commit();`,
+        );
+    }
+
+    /** Sends `request`, waits until the database is committing its row, cuts the answers: its answer. */
+    async function cutWhileCommitting(request: Promise<Res>): Promise<Res> {
+      let early: Res | null = null;
+      void request.then((res) => {
+        early = res;
+      });
+      for (let i = 0; ; i++) {
+        assert.equal(early, null, `answered before its commit was seen: ${(early as Res | null)?.raw.body}`);
+        const [row] = await queryRows<{ n: number }>(
+          t.database.db,
+          sql`select count(*)::int as n from pg_stat_activity where state = 'active' and wait_event = 'PgSleep'`,
+        );
+        if (row?.n) break;
+        assert.ok(i < 400, 'the commit reached the database');
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      await proxy.cut('mute');
+      try {
+        return await request;
+      } finally {
+        await proxy.restore();
+      }
+    }
+
+    function assertMayHaveBeenMade(res: Res) {
+      assert.equal(res.status, 503, res.raw.body);
+      assertErrorBody(res, 503);
+      assert.match(res.body.message, /may have been made/);
+      assert.match(String(res.headers['retry-after']), /^\d+$/);
+    }
+
+    it('G11 a write committed on its own (POST /v1/sites) whose answer is lost after the database received it: 503 saying the change may have been made (it was), not "nothing was changed"', {
+      timeout: 30_000,
+    }, async () => {
+      const w = await f.world();
+      const owner = clientFor(api.app, w.owner.authorization);
+      assert.equal((await owner.get('/v1/sites')).status, 200);
+      const name = 'Committed while cut';
+      const drop = await slowCommit('sites', `new.name = '${name}'`);
+      try {
+        logs.clear();
+        assertMayHaveBeenMade(
+          await cutWhileCommitting(owner.post('/v1/sites', { name, account_id: w.account.id })),
+        );
+        await settle();
+        assert.ok(
+          logs.lines().some((line) => line.msg === 'commit outcome unknown'),
+          logs.text(),
+        );
+      } finally {
+        await drop();
+      }
+      // What the answer said could be true is: the site was made.
+      const listed = await owner.get(`/v1/sites?account_id=${w.account.id}`);
+      assert.ok(
+        listed.body.results.some((s: { name: string }) => s.name === name),
+        'the site was committed',
+      );
+    });
+
+    it('G11 a transaction (POST backups: its operation and job) whose COMMIT answer is lost: 503 saying the change may have been made (it was)', {
+      timeout: 30_000,
+    }, async () => {
+      const w = await f.world();
+      await t.runJobs(); // the install provisioned
+      const owner = clientFor(api.app, w.owner.authorization);
+      const drop = await slowCommit(
+        'operations',
+        `new.install_id = '${w.install.id}' and new.type = 'create_backup'`,
+      );
+      try {
+        const res = await cutWhileCommitting(
+          owner.post(`/v1/installs/${w.install.id}/backups`, { description: 'cut', notification_emails: [] }),
+        );
+        assertMayHaveBeenMade(res);
+      } finally {
+        await drop();
+      }
+      const [made] = await queryRows<{ n: number }>(
+        t.database.db,
+        sql`select count(*)::int as n from operations where install_id = ${w.install.id} and type = 'create_backup'`,
+      );
+      assert.equal(made?.n, 1, 'the backup operation was committed');
+    });
+  });
+
   describe('a statement that outlives its budget (G11)', () => {
     let database: Database;
     let api: StartedApp;

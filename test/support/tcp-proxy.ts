@@ -6,8 +6,10 @@ import net from 'node:net';
  * - `blackhole`: open connections are reset; new ones are accepted but never answered (a dead host).
  * - `freeze`: open connections stay open but no byte passes any more, and new ones are accepted and
  *   never answered (a network partition that sends no reset: the slowest failure to notice).
+ * - `mute`: what clients send still reaches the dependency, but nothing comes back on open
+ *   connections (new ones are accepted and never answered): an answer lost after the work was done.
  */
-export type CutMode = 'refuse' | 'blackhole' | 'freeze';
+export type CutMode = 'refuse' | 'blackhole' | 'freeze' | 'mute';
 
 /** A TCP proxy in front of a dependency (PostgreSQL, Redis) that a test can cut and restore (G11). */
 export interface TcpProxy {
@@ -78,6 +80,13 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       forwarding = false;
       if (mode === 'refuse') return stopListening();
       if (mode === 'blackhole') return resetAll();
+      if (mode === 'mute') {
+        for (const [client, upstream] of pairs) {
+          upstream.unpipe(client);
+          upstream.pause();
+        }
+        return;
+      }
       for (const [client, upstream] of pairs) {
         client.unpipe(upstream);
         upstream.unpipe(client);
