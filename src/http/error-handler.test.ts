@@ -4,13 +4,17 @@ import Fastify from 'fastify';
 import { errorHandler } from './error-handler.js';
 
 /** A bare app with the one renderer and a route that throws what the database driver would. */
-async function answerTo(thrown: unknown) {
+async function answerTo(thrown: unknown, method: 'GET' | 'POST' = 'GET') {
   const app = Fastify({ logger: false });
   app.setErrorHandler(errorHandler);
-  app.get('/x', async () => {
-    throw thrown;
+  app.route({
+    method,
+    url: '/x',
+    handler: async () => {
+      throw thrown;
+    },
   });
-  const res = await app.inject({ method: 'GET', url: '/x' });
+  const res = await app.inject({ method, url: '/x' });
   await app.close();
   return res;
 }
@@ -30,13 +34,21 @@ describe('error renderer: database errors', () => {
   });
 
   it('G11 decision 246: a lost answer to a commit is a 503 saying the change may have been made, not "retry"', async () => {
-    const lost = Object.assign(new Error('Query read timeout'), { commitOutcomeUnknown: true });
-    const res = await answerTo(Object.assign(new Error('Failed query'), { cause: lost }));
+    const lost = () =>
+      Object.assign(new Error('Failed query'), {
+        cause: Object.assign(new Error('Query read timeout'), { commitOutcomeUnknown: true }),
+      });
+    const res = await answerTo(lost(), 'POST');
     assert.equal(res.statusCode, 503);
     assert.equal(res.headers['retry-after'], '5');
     assert.match(res.json().message, /may have been made/);
+    // A read's own bookkeeping (a credential's last use) is not a change the client asked for.
+    const read = await answerTo(lost(), 'GET');
+    assert.equal(read.statusCode, 503);
+    assert.doesNotMatch(read.json().message, /may have been made/);
     const plain = await answerTo(
       Object.assign(new Error('Failed query'), { cause: new Error('Query read timeout') }),
+      'POST',
     );
     assert.equal(plain.statusCode, 503);
     assert.doesNotMatch(plain.json().message, /may have been made/);

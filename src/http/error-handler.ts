@@ -96,7 +96,7 @@ function toAppError(error: FastifyError, request: FastifyRequest): AppError | nu
   if (error instanceof SyntaxError) return Errors.badRequest(`Malformed JSON body: ${error.message}`);
   // The connection failed while a COMMIT was in flight: the change may have been made (decision 246).
   // The client is told so, not "retry": a blind retry of a create could make it twice.
-  if (isCommitOutcomeUnknown(error)) return Errors.unavailable(COMMIT_OUTCOME_UNKNOWN_MESSAGE);
+  if (changeMayHaveBeenMade(error, request)) return Errors.unavailable(COMMIT_OUTCOME_UNKNOWN_MESSAGE);
   if (isDatabaseUnavailable(error)) return Errors.unavailable();
   // A statement past its budget (a lock held elsewhere, a slow database): the transaction was rolled
   // back, so the request changed nothing and may be sent again (G11), as for an unreachable database.
@@ -138,6 +138,14 @@ function codeFor(status: number): AppError['code'] {
   }
 }
 
+/**
+ * A request that asks for a change whose commit's answer was lost (decision 246). A read's own
+ * bookkeeping (a credential's last use) is no change the client asked for: a read keeps the plain 503.
+ */
+function changeMayHaveBeenMade(error: unknown, request: FastifyRequest): boolean {
+  return request.method !== 'GET' && request.method !== 'HEAD' && isCommitOutcomeUnknown(error);
+}
+
 /** A 503 whose change may have been made: the database went away while committing it. */
 export const COMMIT_OUTCOME_UNKNOWN_MESSAGE =
   'The database stopped answering while this change was being committed: it may have been made. Look for it before sending the request again';
@@ -154,7 +162,7 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
     return reply.status(500).send({ message: 'Internal Server Error' });
   }
   if (appError.status === 503) {
-    const unknownOutcome = isCommitOutcomeUnknown(error);
+    const unknownOutcome = changeMayHaveBeenMade(error, request);
     request.log.warn({ err: error }, unknownOutcome ? 'commit outcome unknown' : 'dependency unavailable');
     // An Idempotency-Key claimed for a change that may have been made is not given back (a 5xx's
     // key otherwise is, so that a retry runs): a retry with it waits for the claim's lock timeout
