@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { type Database, openDatabase, queryRows } from '../../src/db/client.js';
+import { type Database, type DbBudget, openDatabase, queryRows } from '../../src/db/client.js';
 import { assertErrorBody } from '../support/assertions.js';
 import { TEST_DB } from '../support/databases.js';
 import { factories } from '../support/factories.js';
@@ -27,30 +27,39 @@ describe('health probes', () => {
   });
 });
 
+/**
+ * This file's database opened a second time through a TCP proxy that the tests cut and restore, and an
+ * app on it whose logs go to `logs`.
+ */
+async function proxiedApp(logs: ReturnType<typeof captureLogs>, budget?: DbBudget) {
+  assert.ok(t.databaseUrl);
+  const direct = new URL(t.databaseUrl);
+  const proxy = await startTcpProxy(Number(direct.port || 5432), direct.hostname);
+  const proxied = new URL(t.databaseUrl);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(proxy.port);
+  const url = proxied.toString();
+  const database = await openDatabase({ kind: 'postgres', url, poolSize: 5, ...(budget && { budget }) });
+  const api = await startApp(database, { logStream: logs.stream });
+  const close = async () => {
+    await api.close();
+    await database.close();
+    await proxy.close();
+  };
+  return { proxy, api, close };
+}
+
 // Only PostgreSQL is reached over the network; the embedded PGlite cannot become unreachable.
 if (TEST_DB === 'postgres') {
   describe('PostgreSQL unreachable and back (G11)', () => {
     let proxy: TcpProxy;
-    let database: Database;
     let api: StartedApp;
+    let close: () => Promise<void>;
     const logs = captureLogs();
-
-    // This file's database, opened a second time through a proxy that the tests cut and restore.
     before(async () => {
-      assert.ok(t.databaseUrl);
-      const direct = new URL(t.databaseUrl);
-      proxy = await startTcpProxy(Number(direct.port || 5432), direct.hostname);
-      const proxied = new URL(t.databaseUrl);
-      proxied.hostname = '127.0.0.1';
-      proxied.port = String(proxy.port);
-      database = await openDatabase({ kind: 'postgres', url: proxied.toString(), poolSize: 5 });
-      api = await startApp(database, { logStream: logs.stream });
+      ({ proxy, api, close } = await proxiedApp(logs));
     });
-    after(async () => {
-      await api.close();
-      await database.close();
-      await proxy.close();
-    });
+    after(() => close());
 
     /** An owner whose credential the proxied app has verified (cached) or never seen (uncached). */
     async function callers() {
@@ -133,32 +142,14 @@ if (TEST_DB === 'postgres') {
 if (TEST_DB === 'postgres') {
   describe('a COMMIT whose answer is lost (G11, decision 246)', () => {
     let proxy: TcpProxy;
-    let database: Database;
     let api: StartedApp;
+    let close: () => Promise<void>;
     const logs = captureLogs();
-
-    // This file's database through a proxy, with a request budget of 3 s (the answer is given up 1 s
-    // after it).
+    // A request budget of 3 s: an answer is given up 1 s after it.
     before(async () => {
-      assert.ok(t.databaseUrl);
-      const direct = new URL(t.databaseUrl);
-      proxy = await startTcpProxy(Number(direct.port || 5432), direct.hostname);
-      const proxied = new URL(t.databaseUrl);
-      proxied.hostname = '127.0.0.1';
-      proxied.port = String(proxy.port);
-      database = await openDatabase({
-        kind: 'postgres',
-        url: proxied.toString(),
-        poolSize: 5,
-        budget: { acquireTimeoutMs: 2000, statementTimeoutMs: 3000 },
-      });
-      api = await startApp(database, { logStream: logs.stream });
+      ({ proxy, api, close } = await proxiedApp(logs, { acquireTimeoutMs: 2000, statementTimeoutMs: 3000 }));
     });
-    after(async () => {
-      await api.close();
-      await database.close();
-      await proxy.close();
-    });
+    after(() => close());
 
     /**
      * Makes the commit of one row of `table` (where `condition` holds for `new`) take a second: a
