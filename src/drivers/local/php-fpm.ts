@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as files from './files.js';
+import { machineSerial } from './machine-lock.js';
 import { configPath, type WebPaths } from './names.js';
 import { run, TOOL_ENV, ToolError } from './run.js';
 import { livePid, reloadOrStart, signalDaemon } from './supervise.js';
@@ -93,12 +94,9 @@ daemonize = yes
 process_control_timeout = ${PROCESS_CONTROL_TIMEOUT_SECONDS}s
 include = ${poolsDir}/*.conf
 `;
-  let chain: Promise<unknown> = Promise.resolve();
-  const serial = <T>(work: () => Promise<T>): Promise<T> => {
-    const next = chain.then(work, work);
-    chain = next.catch(() => undefined);
-    return next;
-  };
+  // One change of the pools and the master at a time on the machine, across every process that runs
+  // the local driver here (decision 248).
+  const serial = machineSerial(path.join(paths.run, 'php-fpm.lock'));
 
   async function prepare() {
     for (const dir of [paths.pools, paths.run, paths.logs]) await fs.mkdir(dir, { recursive: true });

@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import { isIPv4, isIPv6 } from 'node:net';
 import path from 'node:path';
 import * as files from './files.js';
+import { machineSerial } from './machine-lock.js';
 import { configPath, serverName, type WebPaths } from './names.js';
 import { run, TOOL_ENV, ToolError } from './run.js';
 import { childrenOf, livePid, reloadOrStart, untilNewChild } from './supervise.js';
@@ -349,13 +350,9 @@ export function createWebServer(paths: WebPaths, ports: WebPorts) {
         return ports.https;
     return null;
   };
-  // One change at a time in this process (the candidate directory is shared).
-  let chain: Promise<unknown> = Promise.resolve();
-  const serial = <T>(work: () => Promise<T>): Promise<T> => {
-    const next = chain.then(work, work);
-    chain = next.catch(() => undefined);
-    return next;
-  };
+  // One change at a time on the machine (the candidate directory and nginx are shared), across every
+  // process that runs the local driver here, not only this one's calls (decision 248).
+  const serial = machineSerial(path.join(paths.run, 'nginx.lock'));
 
   async function prepare() {
     for (const dir of [paths.sites, paths.run, paths.logs, paths.tmp, paths.cache])
