@@ -265,10 +265,11 @@ function commitsOnReceipt(client: Tracked, text: string): boolean {
     client[IN_TRANSACTION] = true;
     return false;
   }
-  if (COMMIT.test(text) || ROLLBACK.test(text)) {
+  const commit = COMMIT.test(text);
+  if (commit || ROLLBACK.test(text)) {
     const open = client[IN_TRANSACTION] === true;
     client[IN_TRANSACTION] = false;
-    return open && COMMIT.test(text);
+    return open && commit;
   }
   return client[IN_TRANSACTION] !== true && !isRead(text);
 }
@@ -287,11 +288,15 @@ function markLostCommit(client: Tracked, commits: boolean, err: unknown) {
 }
 DeadlineClient.prototype.query = function query(this: pg.Client, ...args: unknown[]) {
   const commits = commitsOnReceipt(this, textOf(args[0]));
+  // What a failed statement does, in either of pg's forms (callback or promise).
+  const failed = (err: unknown) => {
+    dropIfTimedOut(this, err);
+    markLostCommit(this, commits, err);
+  };
   const callback = args.at(-1);
   if (typeof callback === 'function') {
     args[args.length - 1] = (err: unknown, res: unknown) => {
-      dropIfTimedOut(this, err);
-      markLostCommit(this, commits, err);
+      failed(err);
       callback(err, res);
     };
     return clientQuery.apply(this, args);
@@ -300,8 +305,7 @@ DeadlineClient.prototype.query = function query(this: pg.Client, ...args: unknow
   if (!(result instanceof Promise)) return result;
   // The caller gets the same rejection, its error marked when a commit's answer was lost.
   return result.catch((err: unknown) => {
-    dropIfTimedOut(this, err);
-    markLostCommit(this, commits, err);
+    failed(err);
     throw err;
   });
 } as typeof pg.Client.prototype.query;

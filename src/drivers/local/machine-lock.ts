@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { TOOL_ENV } from './run.js';
 
 /**
  * Issue 30 (one writer per server): work that changes a machine's shared web configuration (nginx's
@@ -26,9 +27,13 @@ export function machineSerial(file: string) {
 
 async function holding<T>(file: string, work: () => Promise<T>): Promise<T> {
   await fs.mkdir(path.dirname(file), { recursive: true });
+  // The driver's tool environment (run.ts TOOL_ENV): the fixed PATH, nothing inherited.
   const holder = spawn('flock', ['--exclusive', file, '--command', 'echo held && exec cat'], {
+    env: TOOL_ENV,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  // A holder that died (killed from outside) has no pipe left to end: EPIPE is no error of the work's.
+  holder.stdin.on('error', () => {});
   const ended = new Promise<void>((resolve) => holder.once('close', () => resolve()));
   let stderr = '';
   holder.stderr.on('data', (chunk: Buffer) => {
