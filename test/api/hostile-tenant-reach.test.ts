@@ -68,7 +68,7 @@ async function until(
  * What PHP run as `user` (runuser, the PHP CLI: no pool setting applies, only the uid) gets from each
  * probe: `list` (scandir), `read` (file_get_contents) or `connect` (a unix socket): 'DENIED' or 'OK'.
  */
-function reach(user: string, probes: { kind: 'list' | 'read' | 'connect'; path: string }[]) {
+function reach(user: string, probes: { kind: 'list' | 'read' | 'connect' | 'link'; path: string }[]) {
   const code = `
 $out = [];
 foreach (json_decode(getenv('HP_PROBES'), true) as $p) {
@@ -76,6 +76,8 @@ foreach (json_decode(getenv('HP_PROBES'), true) as $p) {
     'list' => @scandir($p['path']),
     'read' => @file_get_contents($p['path'], false, null, 0, 64),
     'connect' => @stream_socket_client('unix://' . $p['path'], $errno, $errstr, 2),
+    // A link planted where root writes (a lock, a flag file) would turn root's write elsewhere.
+    'link' => @symlink('/etc/passwd', $p['path']),
   };
   $out[$p['kind'] . ' ' . $p['path']] = $r === false ? 'DENIED' : 'OK';
 }
@@ -159,6 +161,9 @@ describe('issue 28 findings 4, 5, 10 and issue 29 defect 2: a hostile tenant rea
       { kind: 'read', path: path.join(web, 'sites', `${slugOf(a.w.install.id)}.conf`) },
       { kind: 'read', path: aLog },
       { kind: 'connect', path: path.join(web, 'run', `${slugOf(a.w.install.id)}.sock`) },
+      // Root's machine locks (decision 248) and freeze flags (decision 245) live in web/run.
+      { kind: 'link', path: path.join(web, 'run', 'hp-planted.lock') },
+      { kind: 'link', path: path.join(web, 'run', `${slugOf(a.w.install.id)}.frozen`) },
     ] as const;
     const byB = reach(bUser, [...probes]);
     const reached = Object.entries(byB).filter(([, v]) => v !== 'DENIED');
@@ -167,8 +172,11 @@ describe('issue 28 findings 4, 5, 10 and issue 29 defect 2: a hostile tenant rea
     const byA = reach(aUser, [
       { kind: 'read', path: path.join(aPaths.public, 'wp-config.php') },
       { kind: 'list', path: aPaths.public },
+      { kind: 'link', path: path.join(aPaths.public, 'hp-probe-link') },
+      { kind: 'link', path: path.join(web, 'run', 'hp-planted-by-a.lock') },
     ]);
-    assert.deepEqual(Object.values(byA), ['OK', 'OK']);
+    assert.deepEqual(Object.values(byA), ['OK', 'OK', 'OK', 'DENIED']);
+    await fs.rm(path.join(aPaths.public, 'hp-probe-link'));
 
     // The tree's modes as the tenant model says (directories 0750, files 0640), backups root-only.
     assert.equal((await fs.stat(aPaths.public)).mode & 0o777, 0o750);
