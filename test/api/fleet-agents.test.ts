@@ -136,7 +136,9 @@ describe('issue 30: hostplane agent', () => {
     assert.equal(onA.length, 1, 'one install on each server (the most free capacity)');
     assert.equal(onB.length, 1);
     const [agentA, agentB] = agents as [Running, Running];
-    assert.ok(agentA.output().includes(`install ${onA[0]}`), agentA.output());
+    // An agent logs a call's outcome after its report: an install seen active may not have its line yet.
+    await agentA.waitFor(new RegExp(`call provision of install ${onA[0]}: done`), 15_000);
+    await agentB.waitFor(new RegExp(`call provision of install ${onB[0]}: done`), 15_000);
     assert.ok(!agentA.output().includes(onB[0]), "B's call never reached A");
     assert.ok(!agentB.output().includes(onA[0]), "A's call never reached B");
 
@@ -175,6 +177,7 @@ describe('issue 30: hostplane agent', () => {
       backups.body.results.filter((b: Json) => b.description === 'while its server is down').length,
       1,
     );
+    await restarted.waitFor(/call backup of install/, 15_000);
     assert.equal(restarted.output().match(/call backup of install/g)?.length, 1, restarted.output());
   });
 

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../../src/db/client.js';
 import { createSecretBox } from '../../src/secrets.js';
@@ -128,6 +129,16 @@ async function move(installId: string, to: string | null) {
 
 const count = (agent: string, pattern: RegExp) => agents.get(agent)?.output().match(pattern)?.length ?? 0;
 
+/**
+ * `count` once it reached `expected` (or 15 s passed): an agent logs a call's outcome after the control
+ * plane took its report, so the line of a call behind a completed operation may still be on its way.
+ */
+async function counted(agent: string, pattern: RegExp, expected: number) {
+  const end = Date.now() + 15_000;
+  while (count(agent, pattern) < expected && Date.now() < end) await sleep(50);
+  return count(agent, pattern);
+}
+
 /** A customer's backup of the install completes (through whichever server holds it). */
 async function backupCompletes(installId: string, description: string) {
   const res = await owner.client.post(`/v1/installs/${installId}/backups`, {
@@ -191,18 +202,18 @@ describe('issue 30: moving installs between servers', () => {
     // Each step once: two backups on the source, two restores and one check on the target, one clean-up.
     const id = install.id as string;
     assert.equal(
-      count('a', new RegExp(`call backup of install ${id}: done`, 'g')),
+      await counted('a', new RegExp(`call backup of install ${id}: done`, 'g'), 2),
       2,
       agents.get('a')?.output(),
     );
-    assert.equal(count('b', new RegExp(`call restore of install ${id}: done`, 'g')), 2);
-    assert.equal(count('b', new RegExp(`call backup of install ${id}: done`, 'g')), 1);
-    assert.equal(count('a', new RegExp(`call deprovision of install ${id}: done`, 'g')), 1);
+    assert.equal(await counted('b', new RegExp(`call restore of install ${id}: done`, 'g'), 2), 2);
+    assert.equal(await counted('b', new RegExp(`call backup of install ${id}: done`, 'g'), 1), 1);
+    assert.equal(await counted('a', new RegExp(`call deprovision of install ${id}: done`, 'g'), 1), 1);
 
     // Later calls: the new server only.
     const before = count('a', new RegExp(id, 'g'));
     await backupCompletes(id, 'after the move');
-    assert.equal(count('b', new RegExp(`call backup of install ${id}: done`, 'g')), 2);
+    assert.equal(await counted('b', new RegExp(`call backup of install ${id}: done`, 'g'), 2), 2);
     assert.equal(count('a', new RegExp(id, 'g')), before, 'nothing more reached the source');
 
     // A call at the old generation: a move's own call is refused (stale), any other is re-routed.
@@ -290,7 +301,7 @@ describe('issue 30: moving installs between servers', () => {
       // Past the grace (the clock moves on with each tick): the source cleaned, the move completed.
       const done = await ended(opId, 'the move completed after its grace');
       assert.equal(done.move.status, 'completed', JSON.stringify(done));
-      assert.equal(count('a', new RegExp(`call deprovision of install ${id}: done`, 'g')), 1);
+      assert.equal(await counted('a', new RegExp(`call deprovision of install ${id}: done`, 'g'), 1), 1);
     } finally {
       await t.admin.patch(`/admin/v1/servers/${serverId('b')}`, { ipv4: [] });
     }
@@ -319,9 +330,9 @@ describe('issue 30: moving installs between servers', () => {
       ['before the move', 'during the move'].includes(String(b.description)),
     );
     assert.deepEqual(taken.map((b) => b.status).sort(), ['completed', 'completed'], JSON.stringify(listed));
-    assert.equal(count('a', new RegExp(`call exportArchive of install ${id}: done`, 'g')), 2);
-    assert.equal(count('b', new RegExp(`call adoptBackup of install ${id}: done`, 'g')), 2);
-    assert.equal(count('a', new RegExp(`call deprovision of install ${id}: done`, 'g')), 1);
+    assert.equal(await counted('a', new RegExp(`call exportArchive of install ${id}: done`, 'g'), 2), 2);
+    assert.equal(await counted('b', new RegExp(`call adoptBackup of install ${id}: done`, 'g'), 2), 2);
+    assert.equal(await counted('a', new RegExp(`call deprovision of install ${id}: done`, 'g'), 1), 1);
     // Each restores on the new server (the source holds nothing of the install any more).
     const before = count('a', new RegExp(id, 'g'));
     for (const backup of taken) {
@@ -338,7 +349,7 @@ describe('issue 30: moving installs between servers', () => {
       assert.equal(op.status, 'completed', JSON.stringify(op));
     }
     assert.equal(
-      count('b', new RegExp(`call restore of install ${id}: done`, 'g')),
+      await counted('b', new RegExp(`call restore of install ${id}: done`, 'g'), 4),
       4,
       'two for the move, two after',
     );
@@ -404,8 +415,12 @@ describe('issue 30: moving installs between servers', () => {
       restores >= 2 && restores <= 3,
       `two restores (one maybe reported twice after the kill): ${restores}`,
     );
-    assert.equal(count('b', new RegExp(`call backup of install ${id}: done`, 'g')), 2, 'two source backups');
-    assert.equal(count('b', new RegExp(`call deprovision of install ${id}: done`, 'g')), 1);
+    assert.equal(
+      await counted('b', new RegExp(`call backup of install ${id}: done`, 'g'), 2),
+      2,
+      'two source backups',
+    );
+    assert.equal(await counted('b', new RegExp(`call deprovision of install ${id}: done`, 'g'), 1), 1);
     // Exactly one server owns it.
     const owners = [];
     for (const name of servers.keys()) {
@@ -465,7 +480,7 @@ describe('issue 30: moving installs between servers', () => {
       return ['completed', 'failed'].includes(got.body.status) ? got.body : null;
     });
     assert.equal(op.status, 'completed', JSON.stringify(op));
-    assert.equal(count('a', new RegExp(`call backup of install ${source.id}: done`, 'g')), 1);
+    assert.equal(await counted('a', new RegExp(`call backup of install ${source.id}: done`, 'g'), 1), 1);
     assert.equal(count('c', new RegExp(`call copy of install ${destination.id}: done`, 'g')), 1);
     assert.equal(count('a', new RegExp(`${destination.id}`, 'g')), 0, 'nothing of the destination on a');
   });

@@ -15,7 +15,7 @@ import { addDomain, uniqueDomain, verifyDomain } from '../support/domains.js';
 import { factories } from '../support/factories.js';
 import { buildTestApp, clientFor, type Json, SECRET_KEY, uniqueName } from '../support/harness.js';
 import { operationPath } from '../support/jobs.js';
-import { agentOutput, NETNS_TOOLS, netnsHosting } from '../support/netns-hosting.js';
+import { agentLogged, agentOutput, NETNS_TOOLS, netnsHosting } from '../support/netns-hosting.js';
 import { testSshKey } from '../support/ssh-keys.js';
 
 // Issue 30 on real hosting servers: three network namespaces (test/support/netns.ts), each with its
@@ -270,10 +270,11 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.equal(await backupsNamed(other.install.id, 'beside the cut'), 1);
     const server = hosting.servers[x];
     assert.ok(server);
+    const output = await agentLogged(server, new RegExp(`call backup of install ${cut.install.id}: done`));
     assert.equal(
-      agentOutput(server).match(new RegExp(`call backup of install ${cut.install.id}: done`, 'g'))?.length,
+      output.match(new RegExp(`call backup of install ${cut.install.id}: done`, 'g'))?.length,
       1,
-      agentOutput(server),
+      output,
     );
     assert.deepEqual(databasesOn(x), [slugOf(cut.install.id)], 'one database, on its own server');
   });
@@ -343,10 +344,8 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       .readdirSync(path.join(server.hostingRoot, 'web', 'sites'))
       .filter((f) => f.startsWith('hp_'));
     assert.deepEqual(blocks, [`${slugOf(victim.install.id)}.conf`]);
-    assert.ok(
-      restarted.output().includes(`call backup of install ${victim.install.id}: done`),
-      restarted.output(),
-    );
+    // The restarted agent ran the retry (its line comes after its report: waited for).
+    await restarted.waitFor(new RegExp(`call backup of install ${victim.install.id}: done`), 15_000);
   });
   it("issue 30: drift: one install's PHP-FPM stopped and another's server block, pool and database user deleted behind the agent's back: PHP-FPM started again, the pool and the user made again (decision 240), the block reported in the admin server view and rebuilt from its routing (decision #212)", async () => {
     const [a, b] = [made[0], made[1]];
@@ -399,8 +398,8 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
       return (await get(sb.address, b.install.cname as string, '/', 5000))?.status === 200;
     });
     console.log(`issue 30: block and pool rebuilt ${Date.now() - started} ms after they were deleted`);
-    assert.match(agentOutput(sb), /its PHP-FPM pool was missing: written again/);
-    assert.match(agentOutput(sb), /its database user was missing: made again/);
+    await agentLogged(sb, /its PHP-FPM pool was missing: written again/);
+    await agentLogged(sb, /its database user was missing: made again/);
     const rebuilt = fs.readFileSync(block, 'utf8');
     // The same block but for its page-cache generation (new at every routing change).
     const withoutKey = (text: string) => text.replace(/^.*fastcgi_cache_key.*$/gm, '');
@@ -785,6 +784,7 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.equal(Buffer.compare(again.raw.rawPayload, res.raw.rawPayload), 0);
     const server = hosting.servers[found.m.server];
     assert.ok(server);
+    await agentLogged(server, new RegExp(`call exportArchive of install ${found.m.install.id}: done`));
     const uploads = agentOutput(server).match(
       new RegExp(`call exportArchive of install ${found.m.install.id}: done`, 'g'),
     );

@@ -45,6 +45,20 @@ export interface HostingServer {
 export const agentOutput = (server: HostingServer) =>
   server.agents.map((a) => a.output()).join('\n--- restart\n');
 
+/**
+ * The output of a server's agents once `pattern` (not global) is in it. An agent logs a call's outcome
+ * after the control plane took its report, so an operation seen completed does not mean its line has
+ * reached this process yet (stop 37's CI failed on that race).
+ */
+export async function agentLogged(server: HostingServer, pattern: RegExp, ms = 15_000): Promise<string> {
+  const end = Date.now() + ms;
+  while (!pattern.test(agentOutput(server))) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${pattern} in:\n${agentOutput(server)}`);
+    await sleep(50);
+  }
+  return agentOutput(server);
+}
+
 /** Issue 31: each server's agent also runs Hostplane's sshd on this port of the server's addresses. */
 export interface NetnsOptions {
   ssh?: { port: number };
