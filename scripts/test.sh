@@ -190,6 +190,7 @@ report_times() {
     # The CPU of every process this run started and waited for (the daemons it started are not in it).
     times >"$timings/times"
     echo "CPU of the run's own processes: $(tail -n 1 "$timings/times") (user, system)"
+    [ -s "$timings/speed" ] && echo "the machine at the start of the run (scripts/machine-speed.mjs): $(cat "$timings/speed")"
   fi
   [ -s "$timings/files" ] || return 0
   for db in pglite postgres; do
@@ -314,6 +315,8 @@ finish() {
 
 case "$mode" in
   all)
+    # Before anything loads the machine: what its CPU and its forks cost (printed with the phases).
+    node scripts/machine-speed.mjs >"$timings/speed" 2>&1 || true
     ensure_packages
     ensure_redis
     ensure_mariadb
