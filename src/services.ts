@@ -312,6 +312,7 @@ export function createServices({ config, database, clock, secretKey, queue, driv
     },
     renew_certificate: certificateOrders.renewJob,
     'certificate-expiring': createCertificateExpiryJob({ db, clock, installs, events }),
+    verify_domain: domains.verifyJob,
   };
   /** Due work (jobs/due.ts): the sweeper of workers, and the admin clock after a move. */
   // The 30-day sweep of events rides on the due-work sweeper (at most once a minute).

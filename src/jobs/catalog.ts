@@ -121,6 +121,26 @@ export const JOBS = {
     policy: 'short',
     singletonKey: (payload: { certificate_id: string }) => payload.certificate_id,
   },
+  /**
+   * D7 in the background (decision 249): a pending domain's TXT record looked up again, with a
+   * back-off, for a week after it was added. Due work (one row per domain) made when the domain is
+   * added and again after each check that found it pending; keyed by the domain.
+   */
+  verify_domain: {
+    payload: Type.Object({
+      install_id: Type.String({ format: 'uuid' }),
+      domain_id: Type.String({ format: 'uuid' }),
+      /** When the domain was added, by the service's clock: the week of checks counts from it. */
+      added_at: Type.String({ format: 'date-time' }),
+    }),
+    retryLimit: 3,
+    retryDelaySeconds: 30,
+    retryBackoff: true,
+    expireInSeconds: 60,
+    concurrency: 2,
+    policy: 'short',
+    singletonKey: (payload: { domain_id: string }) => payload.domain_id,
+  },
   /** T9-T11: in_progress, the driver's move_site, then the move in one transaction. */
   transfer_site: operationStep,
   /**

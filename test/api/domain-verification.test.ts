@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { eq } from 'drizzle-orm';
+import { dueJobs } from '../../src/db/schema.js';
 import { expectFieldError } from '../support/assertions.js';
 import { characterStrings, startDnsServer } from '../support/dns-server.js';
 import { addDomain, uniqueDomain, verifyDomain } from '../support/domains.js';
@@ -11,6 +13,10 @@ import { buildTestApp, type Json } from '../support/harness.js';
 const dns = await startDnsServer();
 const t = await buildTestApp({ env: { DNS_SERVERS: dns.address, DNS_TIMEOUT_MS: '250', DNS_TRIES: '1' } });
 const f = factories(t);
+// Decision 249's background checks move the clock by days: an app (and a DNS server) of their own.
+const bgDns = await startDnsServer();
+const bg = await buildTestApp({ env: { DNS_SERVERS: bgDns.address, DNS_TIMEOUT_MS: '250', DNS_TRIES: '1' } });
+const fb = factories(bg);
 
 const domainUrl = (installId: string, domainId: string) => `/v1/installs/${installId}/domains/${domainId}`;
 const verification = (installId: string, domainId: string) =>
@@ -204,5 +210,116 @@ describe('authorization of verifyDomainTxtRecord (G2, G4, A2)', () => {
       { account_id: w.account.id, roles: 'partial', install_ids: [w.install.id] },
     ]);
     await verifyDomain(dns, partial.client, w.install.id, domain);
+  });
+});
+
+describe('D7 in the background (decision 249)', () => {
+  const lookups = (name: string) =>
+    bgDns.queries.filter((q) => q.toLowerCase() === name.toLowerCase()).length;
+  /** The domain's next background check (its due row), or null when none is scheduled. */
+  const nextCheck = async (domainId: string) => {
+    const [row] = await bg.database.db
+      .select({ run_at: dueJobs.run_at })
+      .from(dueJobs)
+      .where(eq(dueJobs.key, `verify_domain:${domainId}`));
+    return row ? row.run_at.getTime() : null;
+  };
+  async function pending() {
+    const w = await fb.world();
+    const domain = await addDomain(w.owner.client, w.install.id, uniqueDomain());
+    const get = async () => (await w.owner.client.get(domainUrl(w.install.id, domain.id))).body;
+    return { w, domain, get };
+  }
+
+  it('D7 (decision 249) a pending domain is verified on its own once its TXT record is in place: checked a minute after it is added, no failure event meanwhile, then verified and served as by the API', async () => {
+    const { w, domain, get } = await pending();
+    const key = domain.txt_verification_key as string;
+    assert.equal(await nextCheck(domain.id), bg.clock.now().getTime() + 60_000, 'first check a minute later');
+    bg.clock.advance(30_000);
+    await bg.runJobs();
+    assert.equal(lookups(key), 0, 'not before it is due');
+    bg.clock.advance(31_000);
+    await bg.runJobs();
+    assert.equal(lookups(key), 1);
+    assertPending(await get(), domain);
+    const failed = await w.owner.client.get(
+      `/v1/accounts/${w.account.id}/events?type=domain.verification_failed`,
+    );
+    assert.equal(failed.status, 200, JSON.stringify(failed.body));
+    assert.equal(
+      failed.body.results.length,
+      0,
+      'a background check the customer did not ask for is no event',
+    );
+    const next = await nextCheck(domain.id);
+    assert.ok(next !== null && next > bg.clock.now().getTime(), 'checked again later');
+
+    bgDns.answer(key, { txt: [domain.txt_verification_value] });
+    bg.clock.advance((next as number) - bg.clock.now().getTime());
+    await bg.runJobs();
+    const verified = await get();
+    assert.equal(verified.ownership_status, 'TXT_VERIFIED', JSON.stringify(verified));
+    assert.equal(verified.txt_verified_time, bg.clock.now().toISOString());
+    assert.equal(verified.txt_verified_domain, domain.name);
+    assert.equal(verified.txt_verification_key, null);
+    assert.equal(verified.network_details.network_info.status, 'ACTIVE', 'D6: served once verified');
+    const events = await w.owner.client.get(`/v1/accounts/${w.account.id}/events?type=domain.verified`);
+    assert.deepEqual(
+      events.body.results.map((e: Json) => e.data.domain_id),
+      [domain.id],
+    );
+    assert.equal(await nextCheck(domain.id), null, 'no check after it is verified');
+    bg.clock.advance(24 * 3600_000);
+    await bg.runJobs();
+    assert.equal(lookups(key), 2, 'a verified domain is not looked up again');
+  });
+
+  it("D7 (decision 249) the checks back off (a quarter of the domain's age, one minute to six hours), survive DNS failures, and end a week after the domain was added", async () => {
+    const { domain, get } = await pending();
+    const key = domain.txt_verification_key as string;
+    const added = bg.clock.now().getTime();
+    // A failing DNS server for the first day (SERVFAIL: a 503 for the API), then no record at all.
+    bgDns.answer(key, { rcode: 'SERVFAIL' });
+    const times: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const at = await nextCheck(domain.id);
+      if (at === null) break;
+      times.push(at);
+      bg.clock.advance(at - bg.clock.now().getTime());
+      if (at - added > 24 * 3600_000) bgDns.answer(key, { txt: [] });
+      await bg.runJobs();
+    }
+    assert.equal(lookups(key), times.length, 'one lookup per check');
+    assert.ok(times.length >= 30 && times.length <= 60, `${times.length} checks in the week`);
+    assert.equal(times[0], added + 60_000);
+    const gaps = times.slice(1).map((at, i) => at - (times[i] as number));
+    for (const [i, gap] of gaps.entries()) {
+      assert.ok(gap >= 60_000 && gap <= 6 * 3600_000, `gap ${i}: ${gap} ms`);
+      if (i > 0) assert.ok(gap >= (gaps[i - 1] as number), `gaps never shrink: ${gaps.join(', ')}`);
+    }
+    assert.ok((times.at(-1) as number) < added + 7 * 24 * 3600_000, 'the last check inside the week');
+    assert.ok((times.at(-1) as number) > added + 6 * 24 * 3600_000, 'checks go on through the week');
+    assertPending(await get(), domain);
+    // After the week only the API checks; it still verifies.
+    bgDns.answer(key, { txt: [domain.txt_verification_value] });
+    bg.clock.advance(7 * 24 * 3600_000);
+    await bg.runJobs();
+    assert.equal((await get()).ownership_status, 'TXT_VERIFICATION_PENDING');
+  });
+
+  it('D7 (decision 249) a domain deleted, or verified through the API, ends its background checks', async () => {
+    const deleted = await pending();
+    const res = await deleted.w.owner.client.delete(domainUrl(deleted.w.install.id, deleted.domain.id));
+    assert.equal(res.status, 204, JSON.stringify(res.body));
+    assert.equal(await nextCheck(deleted.domain.id), null, 'its check dropped with it');
+
+    const viaApi = await pending();
+    await verifyDomain(bgDns, viaApi.w.owner.client, viaApi.w.install.id, viaApi.domain);
+    const key = viaApi.domain.txt_verification_key as string;
+    const before = lookups(key);
+    bg.clock.advance(61_000);
+    await bg.runJobs();
+    assert.equal(lookups(key), before, 'the due check finds it verified without a lookup');
+    assert.equal(await nextCheck(viaApi.domain.id), null);
   });
 });

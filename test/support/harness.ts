@@ -218,6 +218,9 @@ export async function startApp(database: Database, options: TestAppOptions = {})
     HOSTPLANE_CLOCK: 'manual',
     HOSTPLANE_FAULTS: 'on',
     SIMULATED_DURATIONS: INSTANT_DURATIONS,
+    // No DNS query leaves the machine (a domain's background verification, decision 249): a port
+    // nothing listens on refuses at once (a 503 for the lookup). Files that test DNS start a server.
+    DNS_SERVERS: '127.0.0.1:9',
     ...options.env,
   });
   const clock = testClock();

@@ -20,6 +20,11 @@ import {
   type NewDomainInput,
   type UpdateDomainInput,
 } from './domains.rules.js';
+import {
+  cancelBackgroundVerification,
+  createBackgroundVerificationJob,
+  scheduleBackgroundVerification,
+} from './domains.verify.jobs.js';
 import { createDomainVerification } from './domains.verify.service.js';
 import type { TxtResolver } from './txt-resolver.js';
 
@@ -31,7 +36,7 @@ export type SslStatus = 'active' | 'expired' | 'none';
 export interface DomainsDeps {
   db: Db;
   clock: Clock;
-  installs: Pick<InstallsService, 'requireInstall' | 'lock' | 'setPrimaryDomain'>;
+  installs: Pick<InstallsService, 'requireInstall' | 'lock' | 'setPrimaryDomain' | 'findById'>;
   resolver: TxtResolver;
   /** The domain of install cnames (`<install>.<installDomain>`); names under it are reserved. */
   installDomain: string;
@@ -108,7 +113,7 @@ export function createDomainsService(deps: DomainsDeps) {
         await installs.setPrimaryDomain(tx, install.id, primary.name);
       }
       await deps.requestRouting(tx, current);
-      return repo.insertDomains(
+      const added = await repo.insertDomains(
         tx,
         checked.flatMap((c) =>
           c
@@ -125,6 +130,9 @@ export function createDomainsService(deps: DomainsDeps) {
             : [],
         ),
       );
+      // D7 in the background (decision 249): each new domain is looked up again on its own.
+      await scheduleBackgroundVerification(tx, install.id, added, deps.clock.now());
+      return added;
     });
     const rows = await repo.findDomainsByIds(db, ids);
     const byId = new Map(rows.map((r) => [r.id, r]));
@@ -250,6 +258,7 @@ export function createDomainsService(deps: DomainsDeps) {
           throw invalid('domain_id', 'redirect_target', message);
         }
         await repo.deleteDomain(tx, domainId);
+        await cancelBackgroundVerification(tx, domainId);
         await deps.requestRouting(tx, current);
       });
     },
@@ -260,6 +269,14 @@ export function createDomainsService(deps: DomainsDeps) {
       await verify(install, domainId);
       return viewOne(install, domainId);
     },
+
+    /** The `verify_domain` job (domains.verify.jobs.ts): D7's lookup, in the background. */
+    verifyJob: createBackgroundVerificationJob({
+      db,
+      clock: deps.clock,
+      findInstall: (installId) => installs.findById(installId),
+      verify,
+    }),
 
     /** For jobs (no caller: the request was authorized when it was made): a domain of an install, or null. */
     record: (installId: string, domainId: string) => repo.findDomain(db, installId, domainId),

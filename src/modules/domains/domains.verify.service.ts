@@ -31,10 +31,14 @@ const verifiedElsewhere = (name: string) =>
     'domain_verified_elsewhere',
   );
 
+/** What a verification found: the domain verified (now or before), still pending, or gone. */
+export type VerificationOutcome = 'verified' | 'pending' | 'gone';
+
 /**
  * D7: verifyDomainTxtRecord. Looks the TXT record up now; a match verifies the domain, no record (or
- * another value) leaves it pending. DNS failures are 503/502 and change nothing. The background
- * retry (7 days with back-off) belongs to the job engine and is not here yet.
+ * another value) leaves it pending. DNS failures are 503/502 and change nothing. The same lookup runs
+ * in the background for a week after a domain is added (domains.verify.jobs.ts, decision 249):
+ * `background` checks write no `domain.verification_failed` event (the customer did not ask).
  */
 export function createDomainVerification(deps: VerificationDeps) {
   const { db, clock, installs, resolver, locked, events, requestRouting } = deps;
@@ -101,17 +105,25 @@ export function createDomainVerification(deps: VerificationDeps) {
   }
 
   /** Returns after the domain is verified or found still pending; the caller answers the domain. */
-  return async function verify(install: InstallRow, domainId: string): Promise<void> {
+  return async function verify(
+    install: InstallRow,
+    domainId: string,
+    options: { background?: boolean } = {},
+  ): Promise<VerificationOutcome> {
     const domain = await repo.findDomain(db, install.id, domainId);
     if (!domain) throw Errors.notFound();
     const value = domain.txt_verification_value;
-    if (domain.ownership_status === 'TXT_VERIFIED' || !value) return;
+    if (domain.ownership_status === 'TXT_VERIFIED' || !value) return 'verified';
     if (domain.duplicate) throw verifiedElsewhere(domain.name);
     // Outside any transaction: a DNS lookup can take seconds (style rule 5).
     const records = await lookupTxt(resolver, verificationRecordName(domain.name));
-    if (!txtRecordsMatch(records, value)) return markFailed(install, domain, records.length);
+    if (!txtRecordsMatch(records, value)) {
+      if (!options.background) await markFailed(install, domain, records.length);
+      return 'pending';
+    }
     try {
       await markVerified(install, domain);
+      return 'verified';
     } catch (err) {
       const state = sqlState(err);
       if (state?.code === '23505' && state.constraint === 'domains_verified_name_key') {
