@@ -117,6 +117,28 @@ describe('the manual clock (HOSTPLANE_CLOCK=manual)', () => {
     );
   });
 
+  it("G6 next and previous are absolute URLs on PUBLIC_URL (not the request's host), keeping the query", async () => {
+    const w = await f.world();
+    await f.install(w.owner.client, w.account.id, w.site.id, 'staging');
+    const first = await w.owner.client.get(`/v1/installs?account_id=${w.account.id}&limit=1`);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(first.body.count, 2);
+    assert.equal(first.body.previous, null);
+    const next = new URL(first.body.next);
+    assert.equal(next.origin, 'https://api.example.test');
+    assert.equal(next.pathname, '/v1/installs');
+    assert.deepEqual(Object.fromEntries(next.searchParams), {
+      account_id: w.account.id,
+      limit: '1',
+      offset: '1',
+    });
+    const second = await w.owner.client.get(`${next.pathname}${next.search}`);
+    assert.equal(second.body.next, null);
+    const previous = new URL(second.body.previous);
+    assert.equal(previous.origin, 'https://api.example.test');
+    assert.equal(previous.searchParams.get('offset'), '0');
+  });
+
   it('GET /admin/v1/clock shows the time and the next due work; POST takes exactly one of advance_seconds and now', async () => {
     const w = await f.world();
     await t.runJobs(); // provisioning is now due in 60 s

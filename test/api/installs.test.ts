@@ -141,6 +141,30 @@ describe('createInstall', () => {
     expectFieldError(withSite, 'environment');
   });
 
+  it('I3 on update too: an install of an account without sites takes no site or environment; one of an account with sites keeps both', async () => {
+    const acct = await f.account({ sites_enabled: false });
+    const owner = await f.user([{ account_id: acct.id, roles: 'owner' }]);
+    const created = await owner.client.post('/v1/installs', { name: uniqueName(), account_id: acct.id });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const url = `/v1/installs/${created.body.id}`;
+    expectFieldError(await owner.client.patch(url, { environment: 'staging' }), 'environment');
+    const w = await f.world();
+    expectFieldError(await owner.client.patch(url, { site_id: w.site.id }), 'site_id');
+    const unchanged = await owner.client.get(url);
+    assert.equal(unchanged.body.site, null);
+    assert.equal(unchanged.body.environment, null);
+    // site_id is a uuid, never null (the spec's table); environment is nullable.
+    const nulls = await owner.client.patch(url, { environment: null });
+    assert.equal(nulls.status, 200, JSON.stringify(nulls.body));
+    assert.equal(nulls.body.environment, null);
+
+    const withSites = `/v1/installs/${w.install.id}`;
+    expectFieldError(await w.owner.client.patch(withSites, { environment: null }), 'environment');
+    const kept = await w.owner.client.get(withSites);
+    assert.equal(kept.body.site.id, w.site.id);
+    assert.equal(kept.body.environment, w.install.environment);
+  });
+
   it('I4 a site holds at most one install per environment', async () => {
     const w = await f.world();
     const res = await w.owner.client.post('/v1/installs', {

@@ -200,6 +200,8 @@ export function createInstallsService({
       if (input.site_id === undefined && input.environment === undefined) return install;
       const account = await accounts.find(install.account_id);
       if (!account?.sites_enabled) {
+        // I3 (decision): no site and no environment here; a null environment changes nothing.
+        if (input.site_id === undefined && input.environment === null) return install;
         const field = input.site_id !== undefined ? 'site_id' : 'environment';
         throw Errors.invalidValue(
           'install',
@@ -209,6 +211,9 @@ export function createInstallsService({
       }
       const siteId = input.site_id ?? install.site_id;
       const environment = input.environment !== undefined ? input.environment : install.environment;
+      // I3 (decision): an install of an account with sites keeps a site and an environment.
+      if (!environment)
+        throw Errors.invalidValue('install', 'environment', 'environment is required for this account');
       try {
         return await withTransaction(db, async (tx) => {
           if (siteId) await checkPlacement(tx, install.account_id, siteId, environment, install.id);
