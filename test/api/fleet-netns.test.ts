@@ -30,9 +30,35 @@ const skip = !root ? 'network namespaces need root' : missing.length > 0 && `mis
 const SSH_PORT = 2222;
 const sshMissing = ['/usr/sbin/sshd', '/usr/bin/sftp', '/usr/bin/curl'].filter((p) => !existsSync(p));
 
-/** GET `urlPath` on `address`:80 with `host` as the Host header: status and body, null when refused or cut. */
-function get(address: string, host: string, urlPath = '/', timeoutMs = 30_000, method = 'GET') {
-  return new Promise<{ status: number; body: string; retryAfter?: string } | null>((resolve) => {
+/**
+ * GET `urlPath` on `address`:80 with `host` as the Host header: status and body, null when refused or
+ * cut. Node's agent keeps connections alive: a request sent on a kept connection that the server
+ * closed meanwhile (an nginx reload ends its idle ones) is sent again once on a new one, as browsers
+ * and HTTP clients do (RFC 9110 9.2.2); any other failure is null at once.
+ */
+type Answer = { status: number; body: string; retryAfter?: string };
+async function get(
+  address: string,
+  host: string,
+  urlPath = '/',
+  timeoutMs = 30_000,
+  method = 'GET',
+): Promise<Answer | null> {
+  const first = await getOnce(address, host, urlPath, timeoutMs, method);
+  if (first !== 'retry') return first;
+  const again = await getOnce(address, host, urlPath, timeoutMs, method, false);
+  return again === 'retry' ? null : again;
+}
+
+function getOnce(
+  address: string,
+  host: string,
+  urlPath: string,
+  timeoutMs: number,
+  method: string,
+  retry = true,
+) {
+  return new Promise<Answer | null | 'retry'>((resolve) => {
     const req = http.request(
       { host: address, port: 80, path: urlPath, method, headers: { host }, timeout: timeoutMs },
       (res) => {
@@ -47,8 +73,18 @@ function get(address: string, host: string, urlPath = '/', timeoutMs = 30_000, m
         );
       },
     );
-    req.on('error', () => resolve(null));
-    req.on('timeout', () => req.destroy());
+    let timedOut = false;
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve(
+        retry && !timedOut && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')
+          ? 'retry'
+          : null,
+      ),
+    );
+    req.on('timeout', () => {
+      timedOut = true;
+      req.destroy();
+    });
     req.end(method === 'POST' ? 'comment=frozen%3F' : undefined);
   });
 }

@@ -5,7 +5,7 @@ export interface Running {
   output(): string;
   /** Resolves with the first match of `pattern` in stdout+stderr, or rejects after `ms`. */
   waitFor(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>;
-  /** The exit code, or the signal name when killed by one. */
+  /** The exit code, or the signal name when killed by one; once its output is read (at most 1 s later). */
   exited: Promise<number | string | null>;
 }
 
@@ -41,8 +41,15 @@ export function runCli(
   };
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
+  // Answered once its output is read too: 'exit' can come before the last lines in the pipes, and a
+  // test that reads output() after `exited` must see them. A daemon it started may keep the pipes
+  // open (nginx, PHP-FPM): then a second after the exit.
   const exited = new Promise<number | string | null>((resolve) =>
-    child.on('exit', (code, signal) => resolve(code ?? signal)),
+    child.on('exit', (code, signal) => {
+      const finish = () => resolve(code ?? signal);
+      child.once('close', finish);
+      setTimeout(finish, 1000).unref();
+    }),
   );
   return {
     child,
