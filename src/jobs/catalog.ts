@@ -64,6 +64,18 @@ const operationStep = {
 } satisfies JobSpec<typeof OperationPayload>;
 
 /**
+ * A short job started by due work (jobs/due.ts) when its time comes: a minute per attempt, retried
+ * from 30 s (doubling) three times; policy `short` keyed by what it is about (one queued at a time).
+ */
+const dueWork = {
+  retryLimit: 3,
+  retryDelaySeconds: 30,
+  retryBackoff: true,
+  expireInSeconds: 60,
+  policy: 'short',
+} as const;
+
+/**
  * Every job of the service, in one place (G10 is reviewable here). The step job of an operation has
  * the name of its operation type (modules/operations/operation-types.ts), so one word names both.
  * The handlers live in each module's *.jobs.ts; the composition root (services.ts) maps names to them.
@@ -99,12 +111,8 @@ export const JOBS = {
    */
   renew_certificate: {
     payload: Type.Object({ order_id: Type.String({ format: 'uuid' }) }),
-    retryLimit: 3,
-    retryDelaySeconds: 30,
-    retryBackoff: true,
-    expireInSeconds: 60,
+    ...dueWork,
     concurrency: 1,
-    policy: 'short',
     singletonKey: (payload: { order_id: string }) => payload.order_id,
   },
   /**
@@ -113,12 +121,8 @@ export const JOBS = {
    */
   'certificate-expiring': {
     payload: Type.Object({ certificate_id: Type.String({ format: 'uuid' }) }),
-    retryLimit: 3,
-    retryDelaySeconds: 30,
-    retryBackoff: true,
-    expireInSeconds: 60,
+    ...dueWork,
     concurrency: 2,
-    policy: 'short',
     singletonKey: (payload: { certificate_id: string }) => payload.certificate_id,
   },
   /**
@@ -133,12 +137,8 @@ export const JOBS = {
       /** When the domain was added, by the service's clock: the week of checks counts from it. */
       added_at: Type.String({ format: 'date-time' }),
     }),
-    retryLimit: 3,
-    retryDelaySeconds: 30,
-    retryBackoff: true,
-    expireInSeconds: 60,
+    ...dueWork,
     concurrency: 2,
-    policy: 'short',
     singletonKey: (payload: { domain_id: string }) => payload.domain_id,
   },
   /** T9-T11: in_progress, the driver's move_site, then the move in one transaction. */
