@@ -24,6 +24,30 @@ async function outsideHolder(file: string) {
   };
 }
 
+type Holder = Awaited<ReturnType<typeof outsideHolder>>;
+
+/**
+ * A change asked while another process holds the lock on `file`: it does not run while held, and runs
+ * once `free` ends the other's hold. Answers the other holder.
+ */
+async function waitsWhileHeld(file: string, free: (holder: Holder) => void): Promise<Holder> {
+  const other = await outsideHolder(file);
+  try {
+    let ran = false;
+    const done = machineSerial(file)(async () => {
+      ran = true;
+    });
+    await sleep(300);
+    assert.equal(ran, false, 'ran while another process held the lock');
+    free(other);
+    await done;
+    assert.equal(ran, true);
+    return other;
+  } finally {
+    other.release();
+  }
+}
+
 describe("issue 30: one writer of a machine's web configuration, across processes (machine-lock.ts)", async () => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'hostplane-machine-lock-'));
   after(() => fs.rm(dir, { recursive: true, force: true }));
@@ -49,40 +73,12 @@ describe("issue 30: one writer of a machine's web configuration, across processe
   });
 
   it('a change waits while another process holds the lock, and runs once it is released', async () => {
-    const file = path.join(dir, 'wait.lock');
-    const other = await outsideHolder(file);
-    try {
-      let ran = false;
-      const done = machineSerial(file)(async () => {
-        ran = true;
-      });
-      await sleep(300);
-      assert.equal(ran, false, 'ran while another process held the lock');
-      other.release();
-      await done;
-      assert.equal(ran, true);
-      await other.ended;
-    } finally {
-      other.release();
-    }
+    const other = await waitsWhileHeld(path.join(dir, 'wait.lock'), (holder) => holder.release());
+    await other.ended;
   });
 
   it('a holder killed (SIGKILL) leaves no stale lock: the waiting change runs', async () => {
-    const file = path.join(dir, 'killed.lock');
-    const other = await outsideHolder(file);
-    try {
-      let ran = false;
-      const done = machineSerial(file)(async () => {
-        ran = true;
-      });
-      await sleep(200);
-      assert.equal(ran, false, 'ran while another process held the lock');
-      other.kill();
-      await done;
-      assert.equal(ran, true);
-    } finally {
-      other.release();
-    }
+    await waitsWhileHeld(path.join(dir, 'killed.lock'), (holder) => holder.kill());
   });
 
   it('a failing change releases the lock and the next one runs', async () => {

@@ -12,7 +12,7 @@ import type { VerificationOutcome } from './domains.verify.service.js';
  * after it was added, so a customer who puts the TXT record in place sees the domain verified (and
  * served, D6) without asking again. After it, only the verification route checks.
  */
-export const BACKGROUND_VERIFICATION_DAYS = 7;
+const BACKGROUND_VERIFICATION_DAYS = 7;
 const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
 
@@ -21,10 +21,10 @@ const dueKey = (domainId: string) => `verify_domain:${domainId}`;
 /**
  * The wait before the next check of a domain added `ageMs` ago: a quarter of its age, between a
  * minute and six hours (every minute for the first minutes, when a customer who just added the
- * record is waiting; every 15 minutes at an hour; every 6 hours from the first day on): about 45
- * lookups over the week.
+ * record is waiting; every 15 minutes at an hour; every 6 hours from the first day on): 54 lookups
+ * over the week.
  */
-export function nextCheckDelayMs(ageMs: number): number {
+function nextCheckDelayMs(ageMs: number): number {
   return Math.min(6 * 60 * MINUTE_MS, Math.max(MINUTE_MS, Math.floor(ageMs / 4)));
 }
 
