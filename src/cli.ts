@@ -6,6 +6,7 @@ import { openDatabase } from './db/client.js';
 import { migrateDatabase } from './db/migrate.js';
 import { PGLITE_TEMPLATE_DIR, writeTemplate } from './db/template.js';
 import { doctorChecks, doctorReport, failing, systemProbe } from './drivers/local/doctor.js';
+import { endSpawner } from './drivers/local/spawner.js';
 import { AgentStopped, agentInstalls, runAgent } from './fleet/agent.js';
 import { createJobQueue } from './jobs/queue.js';
 import { openConfiguredDatabase, start } from './main.js';
@@ -207,11 +208,13 @@ async function main(argv: string[]) {
   }
 }
 
-main(process.argv.slice(2)).catch((err: unknown) => {
-  console.error(
-    err instanceof ConfigError || err instanceof AgentStopped
-      ? err.message
-      : `hostplane: ${(err as Error).message}`,
-  );
-  process.exit(1);
-});
+main(process.argv.slice(2))
+  .then(() => endSpawner())
+  .catch((err: unknown) => {
+    console.error(
+      err instanceof ConfigError || err instanceof AgentStopped
+        ? err.message
+        : `hostplane: ${(err as Error).message}`,
+    );
+    process.exit(1);
+  });

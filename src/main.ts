@@ -9,6 +9,7 @@ import { type Database, type DbOptions, openDatabase, withAdvisoryLock } from '.
 import { migrateDatabase } from './db/migrate.js';
 import { accounts } from './db/schema.js';
 import { PGLITE_TEMPLATE_DIR } from './db/template.js';
+import { endSpawner } from './drivers/local/spawner.js';
 import { createOutage } from './jobs/outage.js';
 import { createJobQueue } from './jobs/queue.js';
 import { createWorker } from './jobs/worker.js';
@@ -232,6 +233,8 @@ export async function start(config: Config, role: ProcessRole, print: (line: str
     if (apiDatabase && apiDatabase !== database) await apiDatabase.close();
     await database.close();
     redis?.disconnect();
+    // The tools' spawner reaped by this process (its CPU counted in this process's children).
+    await endSpawner();
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {

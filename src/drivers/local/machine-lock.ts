@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { TOOL_ENV } from './run.js';
+import { spawnTool } from './spawner.js';
 
 /**
  * Issue 30 (one writer per server): work that changes a machine's shared web configuration (nginx's
@@ -28,7 +28,7 @@ export function machineSerial(file: string) {
 async function holding<T>(file: string, work: () => Promise<T>): Promise<T> {
   await fs.mkdir(path.dirname(file), { recursive: true });
   // The driver's tool environment (run.ts TOOL_ENV): the fixed PATH, nothing inherited.
-  const holder = spawn('flock', ['--exclusive', file, '--command', 'echo held && exec cat'], {
+  const holder = spawnTool('flock', ['--exclusive', file, '--command', 'echo held && exec cat'], {
     env: TOOL_ENV,
     stdio: ['pipe', 'pipe', 'pipe'],
   });

@@ -1,11 +1,11 @@
-import { execFile, spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
+import { spawnTool } from './spawner.js';
 
 /**
  * How the local driver runs a system tool (tar, mariadb-dump, mariadb): an argument array, never a
  * shell, an environment of its own, stdout to a file and stdin from one when asked, stopped by the
- * job's signal.
+ * job's signal; started by the process's spawner (spawner.ts, decision #250), never forked from here.
  */
 
 /**
@@ -69,18 +69,12 @@ export function run(
   options: { signal: AbortSignal; env?: NodeJS.ProcessEnv; stdin?: string; stdout?: string; umask?: number },
 ): Promise<void> {
   return new Promise((resolve, reject) => {
-    // The umask is the process's: set around the (synchronous) fork only, then restored.
-    const previous = options.umask === undefined ? null : process.umask(options.umask);
-    let child: ReturnType<typeof spawn>;
-    try {
-      child = spawn(command, args, {
-        signal: options.signal,
-        env: options.env ?? {},
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-    } finally {
-      if (previous !== null) process.umask(previous);
-    }
+    const child = spawnTool(command, args, {
+      signal: options.signal,
+      env: options.env ?? {},
+      umask: options.umask,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const stderr = tail(4096);
     const stdout = tail(4096);
     child.stderr?.on('data', stderr.add);
@@ -145,14 +139,43 @@ async function pipeFrom(file: string, writable: NodeJS.WritableStream) {
   await pipeline(createReadStream(file), writable);
 }
 
-/** Runs a tool (no shell) and answers its standard output (small outputs only). */
-export function output(command: string, args: string[], signal: AbortSignal): Promise<string> {
+/** The most of a tool's standard output {@link output} keeps (a tool saying more fails). */
+const OUTPUT_MAX = 1024 * 1024;
+
+/**
+ * Runs a tool (no shell) and answers its standard output (small outputs only: over 1 MiB fails). Its
+ * environment is the tools' (TOOL_ENV) unless given.
+ */
+export function output(
+  command: string,
+  args: string[],
+  signal: AbortSignal,
+  env: NodeJS.ProcessEnv = TOOL_ENV,
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(command, args, { signal, env: TOOL_ENV }, (err, stdout, stderr) => {
-      if (!err) return resolve(stdout);
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+    const child = spawnTool(command, args, { signal, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    child.stdout?.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= OUTPUT_MAX) chunks.push(chunk);
+      else child.kill('SIGKILL');
+    });
+    const stderr = tail(4096);
+    child.stderr?.on('data', stderr.add);
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT')
         return reject(new ToolError(`${command} not found (is its package installed?)`, true));
-      const said = lastLines(String(stderr || err.message));
+      if (child.pid !== undefined && child.exitCode === null && child.signalCode === null)
+        child.once('close', () => reject(err));
+      else reject(err);
+    });
+    child.on('close', (code, sig) => {
+      if (code === 0 && size <= OUTPUT_MAX) return resolve(Buffer.concat(chunks).toString('utf8'));
+      const said =
+        size > OUTPUT_MAX
+          ? `said more than ${OUTPUT_MAX} bytes`
+          : lastLines(stderr.text()) || `exited ${code ?? sig}`;
       reject(new ToolError(`${command} failed: ${said}`, UNCHANGEABLE.test(said)));
     });
   });

@@ -1,11 +1,10 @@
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { CallContext, InstallRef } from '../driver.js';
 import type { LocalContext } from './context.js';
 import { pathsOf, systemUser, webPaths } from './names.js';
-import { TOOL_ENV } from './run.js';
+import { output, TOOL_ENV } from './run.js';
 import { PHP_CLI } from './wordpress.js';
 
 /**
@@ -117,24 +116,7 @@ const USERNAME = /^[A-Za-z0-9_.@ -]{1,60}$/;
 
 /** Runs the PHP CLI as the install's user; answers its standard output. */
 function runAsInstall(user: string, script: string, env: Record<string, string>, signal: AbortSignal) {
-  return new Promise<string>((resolve, reject) => {
-    execFile(
-      'runuser',
-      ['-u', user, '--', PHP_CLI, script],
-      { signal, env: { ...TOOL_ENV, ...env }, maxBuffer: 1024 * 1024 },
-      (err, stdout, stderr) => {
-        if (err) {
-          const tail = String(stderr || err.message)
-            .trim()
-            .split('\n')
-            .slice(-3)
-            .join(' | ')
-            .slice(0, 500);
-          reject(new Error(tail));
-        } else resolve(stdout);
-      },
-    );
-  });
+  return output('runuser', ['-u', user, '--', PHP_CLI, script], signal, { ...TOOL_ENV, ...env });
 }
 
 /** The site URL the script printed last (tenant code may print too: only a well-formed http(s) URL counts). */

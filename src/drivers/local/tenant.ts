@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { constants, createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { DriverError, type DriverOperation } from '../driver.js';
 import { TOOL_ENV } from './run.js';
+import { spawnTool, type Tool } from './spawner.js';
 
 /**
  * Issue 28 (findings 1-3, 9a): work inside a tenant's tree runs as the tree's owner. An install's
@@ -54,8 +54,8 @@ function spawnAs(
   args: string[],
   signal: AbortSignal,
   stdio: ['ignore' | 'pipe', 'ignore' | 'pipe'],
-): ChildProcess {
-  return spawn(command, args, {
+): Tool {
+  return spawnTool(command, args, {
     ...(owner.uid !== 0 && { uid: owner.uid, gid: owner.gid }),
     cwd: '/',
     env: TOOL_ENV,
@@ -67,7 +67,7 @@ function spawnAs(
 }
 
 /** Resolves when the tool exits 0 (its stdout is drained by the caller); rejects with its stderr otherwise. */
-function exited(child: ChildProcess, command: string, okCodes: number[] = [0]): Promise<number> {
+function exited(child: Tool, command: string, okCodes: number[] = [0]): Promise<number> {
   return new Promise((resolve, reject) => {
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => {
