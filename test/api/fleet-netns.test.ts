@@ -43,10 +43,12 @@ async function get(
   urlPath = '/',
   timeoutMs = 30_000,
   method = 'GET',
+  /** Told why a request got no answer (an error's code, or 'timeout'), for a failure's message. */
+  onFail?: (reason: string) => void,
 ): Promise<Answer | null> {
-  const first = await getOnce(address, host, urlPath, timeoutMs, method);
+  const first = await getOnce(address, host, urlPath, timeoutMs, method, true, onFail);
   if (first !== 'retry') return first;
-  const again = await getOnce(address, host, urlPath, timeoutMs, method, false);
+  const again = await getOnce(address, host, urlPath, timeoutMs, method, false, onFail);
   return again === 'retry' ? null : again;
 }
 
@@ -57,6 +59,7 @@ function getOnce(
   timeoutMs: number,
   method: string,
   retry = true,
+  onFail?: (reason: string) => void,
 ) {
   return new Promise<Answer | null | 'retry'>((resolve) => {
     const req = http.request(
@@ -74,13 +77,12 @@ function getOnce(
       },
     );
     let timedOut = false;
-    req.on('error', (err: NodeJS.ErrnoException) =>
-      resolve(
-        retry && !timedOut && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')
-          ? 'retry'
-          : null,
-      ),
-    );
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      const again =
+        retry && !timedOut && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+      if (!again) onFail?.(timedOut ? 'timeout' : (err.code ?? err.message));
+      resolve(again ? 'retry' : null);
+    });
     req.on('timeout', () => {
       timedOut = true;
       req.destroy();
@@ -946,18 +948,29 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     // Decision 241: a visitor whose DNS still names the old server (a cached A record) asks it
     // throughout; each answer counted while the source had not been asked to clean up yet.
     let moveId = '';
-    const cached: { status: number; phase: string; cleanAsked: boolean }[] = [];
+    const cached: { status: number; phase: string; cleanAsked: boolean; failed?: string }[] = [];
     const cachedClient = (async () => {
       while (!stop) {
         const phase = String((await t.admin.get(`/admin/v1/installs/${id}/move`)).body.move?.phase ?? '-');
-        const got = await get(addressOf(0), cname, '/', 2000);
+        // A visitor's patience (10 s), not the freeze's goal: what is checked here is that the old
+        // address answers at all (a slow answer under a loaded suite is no lost visitor).
+        const sent = Date.now();
+        let failed: string | undefined;
+        const got = await get(addressOf(0), cname, '/', 10_000, 'GET', (reason) => {
+          failed = `${reason} after ${Date.now() - sent} ms`;
+        });
         const [clean] = moveId
           ? await queryRows<{ id: string }>(
               t.database.db,
               sql`select id from fleet_calls where key = ${`move:${moveId}:clean-source`}`,
             )
           : [];
-        cached.push({ status: got?.status ?? 0, phase, cleanAsked: clean !== undefined });
+        cached.push({
+          status: got?.status ?? 0,
+          phase,
+          cleanAsked: clean !== undefined,
+          ...(failed && { failed }),
+        });
         await sleep(100);
       }
     })();

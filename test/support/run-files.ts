@@ -241,7 +241,10 @@ function runJob(job: Job): Promise<void> {
       if (summarized) clearTimeout(summarized);
       const wall = (performance.now() - started) / 1000;
       let output = unbundle(Buffer.concat(chunks).toString());
-      const [cpu, children] = (fs.existsSync(usageFile) ? fs.readFileSync(usageFile, 'utf8') : '')
+      // No file (a process killed before its exit hook): NaN, printed as such.
+      const [cpu = Number.NaN, children = Number.NaN] = (
+        fs.existsSync(usageFile) ? fs.readFileSync(usageFile, 'utf8') : ''
+      )
         .split(' ')
         .map((n) => (n ? Number(n) : Number.NaN)) as [number, number];
       // Hung after its summary: the summary's counts decide; said loudly either way.

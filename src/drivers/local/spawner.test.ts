@@ -71,6 +71,18 @@ describe('the tool spawner (decision 250: tools are not forked from the worker)'
     assert.ok(echoed.stdout.equals(input));
   });
 
+  it('tools that end before their pipes are handed over still hand them over: 200 at once, each closes with its output', async () => {
+    const ends = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        finish(spawnTool('/bin/sh', ['-c', `echo ${i}`], { env: ENV, stdio: [...pipes] })),
+      ),
+    );
+    assert.deepEqual(
+      ends.map((e) => e.stdout.toString().trim()),
+      Array.from({ length: 200 }, (_, i) => String(i)),
+    );
+  });
+
   it('the options reach the tool: environment, cwd, uid and gid, umask', async () => {
     const said = await finish(
       spawnTool('/bin/sh', ['-c', 'echo "$HP_X $(pwd) $(id -u) $(id -g) $(umask)"'], {
@@ -145,8 +157,8 @@ describe('the tool spawner (decision 250: tools are not forked from the worker)'
     assert.equal((await closed).signal, 'SIGKILL');
     const next = await finish(spawnTool('/bin/sh', ['-c', 'echo $PPID'], { env: ENV, stdio: [...pipes] }));
     assert.notEqual(Number(next.stdout.toString().trim()), spawnerPid);
-    // The orphaned sleep is the spawner's child no more; end it (it was its tool, not this test's).
-    spawn('pkill', ['-KILL', '-x', '-P', '1', 'sleep']).on('error', () => {});
+    // The orphaned sleep (its spawner is gone) is ended by its pid.
+    if (running.pid) process.kill(running.pid, 'SIGKILL');
   });
 
   it('the spawner keeps no process alive: a process that ran a tool ends by itself', async () => {

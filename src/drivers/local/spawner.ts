@@ -66,8 +66,12 @@ process.on('message', (m) => {
   if (tool.pid === undefined) return;
   tools.set(m.id, tool);
   const pipes = [tool.stdin, tool.stdout, tool.stderr];
-  // Not one byte is read here: the pipes go to the asking process as they are.
+  // Not one byte is read here: the pipes go to the asking process as they are. Node's own end of a
+  // child (its stdin destroyed, its output read to the end) must not reach them either: a tool can
+  // end before its pipes' turn to be sent (one handle at a time, each acknowledged).
   for (const pipe of pipes.slice(1)) if (pipe) { pipe._handle.reading = false; pipe._handle.readStop(); }
+  tool.stdin = tool.stdout = tool.stderr = null;
+  tool.stdio.fill(null);
   send({ op: 'spawned', id: m.id, pid: tool.pid });
   pipes.forEach((pipe, fd) => { if (pipe) send({ op: 'pipe', id: m.id, fd }, pipe); });
   tool.on('exit', (code, signal) => { tools.delete(m.id); send({ op: 'exit', id: m.id, code, signal }); });
@@ -139,8 +143,12 @@ export class Tool extends EventEmitter {
       this.pid = message.pid;
       if (this.pendingAbort) this.emit('error', this.pendingAbort);
       this.pendingAbort = null;
-    } else if (message.op === 'pipe' && handle) this.attach(message.fd, handle);
-    else if (message.op === 'error')
+    } else if (message.op === 'pipe') {
+      if (handle) this.attach(message.fd, handle);
+      // A pipe that came without its descriptor (closed in the spawner first): ended, never waited on.
+      else if (message.fd === 0) this.pipeClosed();
+      else (message.fd === 1 ? this.stdout : this.stderr).end();
+    } else if (message.op === 'error')
       this.fail(Object.assign(new Error(message.message), { code: message.code }));
     else if (message.op === 'exit') this.exit(message.code, message.signal);
   }
