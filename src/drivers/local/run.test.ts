@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { allOrAbort, run } from './run.js';
+import { allOrAbort, output, run } from './run.js';
 
 describe("allOrAbort (local driver: processes side by side, e.g. a backup's tar and dump)", () => {
   it('runs the tasks side by side and resolves when all are done', async () => {
@@ -110,6 +110,18 @@ describe('run: a failed tool says why (issue 29 defect 2)', () => {
         assert.equal(err.final, true);
         return true;
       },
+    );
+  });
+});
+
+describe('output: a small output, answered whole', () => {
+  it('answers stdout; says why a tool failed; a tool saying over 1 MiB is killed and fails', async () => {
+    const signal = AbortSignal.timeout(10_000);
+    assert.equal(await output('sh', ['-c', 'echo hello; echo noise >&2'], signal), 'hello\n');
+    await assert.rejects(output('sh', ['-c', 'echo why >&2; exit 4'], signal), /sh failed: why/);
+    await assert.rejects(
+      output('sh', ['-c', 'head -c 3000000 /dev/zero; sleep 30'], signal),
+      /sh failed: said more than 1048576 bytes/,
     );
   });
 });

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
-import { spawnTool } from './spawner.js';
+import { spawnTool, type Tool } from './spawner.js';
 
 /**
  * How the local driver runs a system tool (tar, mariadb-dump, mariadb): an argument array, never a
@@ -139,6 +139,21 @@ async function pipeFrom(file: string, writable: NodeJS.WritableStream) {
   await pipeline(createReadStream(file), writable);
 }
 
+/**
+ * Keeps a tool's standard output up to `max` bytes; past it the tool is killed (SIGKILL) and
+ * `over()` says so.
+ */
+export function bounded(child: Tool, max: number) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  child.stdout.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= max) chunks.push(chunk);
+    else child.kill('SIGKILL');
+  });
+  return { over: () => size > max, text: () => Buffer.concat(chunks).toString('utf8') };
+}
+
 /** The most of a tool's standard output {@link output} keeps (a tool saying more fails). */
 const OUTPUT_MAX = 1024 * 1024;
 
@@ -154,13 +169,7 @@ export function output(
 ): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawnTool(command, args, { signal, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    child.stdout?.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= OUTPUT_MAX) chunks.push(chunk);
-      else child.kill('SIGKILL');
-    });
+    const stdout = bounded(child, OUTPUT_MAX);
     const stderr = tail(4096);
     child.stderr?.on('data', stderr.add);
     child.on('error', (err: NodeJS.ErrnoException) => {
@@ -171,11 +180,10 @@ export function output(
       else reject(err);
     });
     child.on('close', (code, sig) => {
-      if (code === 0 && size <= OUTPUT_MAX) return resolve(Buffer.concat(chunks).toString('utf8'));
-      const said =
-        size > OUTPUT_MAX
-          ? `said more than ${OUTPUT_MAX} bytes`
-          : lastLines(stderr.text()) || `exited ${code ?? sig}`;
+      if (code === 0 && !stdout.over()) return resolve(stdout.text());
+      const said = stdout.over()
+        ? `said more than ${OUTPUT_MAX} bytes`
+        : lastLines(stderr.text()) || `exited ${code ?? sig}`;
       reject(new ToolError(`${command} failed: ${said}`, UNCHANGEABLE.test(said)));
     });
   });

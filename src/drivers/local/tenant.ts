@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { DriverError, type DriverOperation } from '../driver.js';
-import { TOOL_ENV } from './run.js';
+import { bounded, TOOL_ENV } from './run.js';
 import { spawnTool, type Tool } from './spawner.js';
 
 /**
@@ -244,21 +244,15 @@ export async function indexTree(owner: TreeOwner, dir: string, signal: AbortSign
     signal,
     ['ignore', 'pipe'],
   );
-  const chunks: Buffer[] = [];
-  let size = 0;
-  child.stdout?.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= INDEX_MAX_BYTES) chunks.push(chunk);
-    else child.kill('SIGKILL');
-  });
+  const stdout = bounded(child, INDEX_MAX_BYTES);
   await exited(child, 'find (index)', [0, 1]).catch((err: unknown) => {
-    if (size > INDEX_MAX_BYTES)
+    if (stdout.over())
       throw new Error(
         `the tree ${dir} holds too many entries to index (over ${INDEX_MAX_BYTES} bytes of names)`,
       );
     throw err;
   });
-  return Buffer.concat(chunks).toString('utf8');
+  return stdout.text();
 }
 
 /**
