@@ -59,6 +59,21 @@ function tail(limit: number) {
 }
 
 /**
+ * A tool's 'error' rejects: one not installed with a final {@link ToolError} (no retry installs it);
+ * an abort (the job's signal) once the process has really stopped, so nothing is left writing into a
+ * directory a retry is about to remove. A spawn that failed has no pid.
+ */
+function rejectOnError(child: Tool, command: string, reject: (err: unknown) => void) {
+  child.on('error', (err: NodeJS.ErrnoException) => {
+    const failure =
+      err.code === 'ENOENT' ? new ToolError(`${command} not found (is its package installed?)`, true) : err;
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null)
+      child.once('close', () => reject(failure));
+    else reject(failure);
+  });
+}
+
+/**
  * Runs a tool with an argument array (no shell); rejects with a {@link ToolError} carrying the end of
  * its output when it fails. `umask`: the child's (issue 28: the worker runs with 077, what an install's
  * user runs gets 027 so the web server's group reads what it writes).
@@ -86,16 +101,7 @@ export function run(
         ? pipeFrom(options.stdin, child.stdin as NodeJS.WritableStream)
         : Promise.resolve(child.stdin?.end()),
     ]);
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      // A tool that is not installed: no retry installs it.
-      const failure =
-        err.code === 'ENOENT' ? new ToolError(`${command} not found (is its package installed?)`, true) : err;
-      // Aborted (the job's signal): answered once the process has really stopped, so nothing is
-      // left writing into a directory a retry is about to remove. A spawn that failed has no pid.
-      if (child.pid !== undefined && child.exitCode === null && child.signalCode === null)
-        child.once('close', () => reject(failure));
-      else reject(failure);
-    });
+    rejectOnError(child, command, reject);
     child.on('close', (code, signal) => {
       done.then(() => {
         if (code === 0) return resolve();
@@ -171,14 +177,8 @@ export function output(
     const child = spawnTool(command, args, { signal, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const stdout = bounded(child, OUTPUT_MAX);
     const stderr = tail(4096);
-    child.stderr?.on('data', stderr.add);
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT')
-        return reject(new ToolError(`${command} not found (is its package installed?)`, true));
-      if (child.pid !== undefined && child.exitCode === null && child.signalCode === null)
-        child.once('close', () => reject(err));
-      else reject(err);
-    });
+    child.stderr.on('data', stderr.add);
+    rejectOnError(child, command, reject);
     child.on('close', (code, sig) => {
       if (code === 0 && !stdout.over()) return resolve(stdout.text());
       const said = stdout.over()

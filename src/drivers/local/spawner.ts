@@ -204,8 +204,7 @@ export class Tool extends EventEmitter {
     this.signalCode = signal;
     this.emit('exit', code, signal);
     // As Node's flushStdio: output nobody listens to is read to its end, so 'close' still comes.
-    for (const stream of [this.stdout, this.stderr])
-      if (stream && stream.readableFlowing === null) stream.resume();
+    for (const stream of [this.stdout, this.stderr]) if (stream.readableFlowing === null) stream.resume();
     this.maybeClose();
   }
 
