@@ -2,7 +2,10 @@
  * `npm run bench:local-web [-- --installs N --files-mb F --db-mb D --seconds S]` (issue 21): the local
  * driver's web tier on this machine, each figure next to a baseline of the same run.
  *
- * 1. Provisioning a WordPress install to the first 200 from nginx: p50/p90 over N installs (goal p50 < 10 s).
+ * 1. Provisioning a WordPress install to the first 200 from nginx: p50/p90 over N installs (goal p50 < 10 s);
+ *    meanwhile the first install's uncached PHP page asked every 50 ms (its latency and failures while
+ *    the others are provisioned, against the same requests with nothing provisioned: decision 251), and
+ *    the private memory of the PHP-FPM masters afterwards.
  * 2. A page from nginx's FastCGI cache vs a static file from the same nginx, autocannon (goal >= 50%).
  * 3. Backup of a site with F MB of files and D MB of database vs `tar czf` + `mariadb-dump` by hand
  *    (goal within 1.25x).
@@ -85,10 +88,34 @@ async function main() {
     .join(' ');
   const results: Record<string, unknown> = { date: new Date().toISOString(), loadavg_at_start: load };
 
+  // Decision 251: the first install's uncached page (a search) asked every 50 ms while `busy`.
+  const neighbour = async (host: string, until: () => boolean) => {
+    const latencies: number[] = [];
+    let failed = 0;
+    while (!until()) {
+      const t0 = performance.now();
+      const status = await get(port, host, `/?s=n${randomBytes(4).toString('hex')}`);
+      if (status === 200) latencies.push(performance.now() - t0);
+      else failed++;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    latencies.sort((a, b) => a - b);
+    const ms = (q: number) => Math.round(percentile(latencies, q));
+    return { requests: latencies.length + failed, failed, p50_ms: ms(0.5), p99_ms: ms(0.99), max_ms: ms(1) };
+  };
   try {
     // 1. Provisioning to the first 200.
     const times: number[] = [];
+    let provisioning = true;
+    let neighbourRun: ReturnType<typeof neighbour> | null = null;
     for (let i = 0; i < INSTALLS; i++) {
+      if (i === 1) {
+        // The same requests with nothing else running, as long as one provisioning took.
+        const host0 = `${(made[0] as InstallRef).name}.${DOMAIN}`;
+        const quietEnd = performance.now() + (times[0] as number);
+        results.neighbour_quiet = await neighbour(host0, () => performance.now() > quietEnd);
+        neighbourRun = neighbour(host0, () => !provisioning);
+      }
       const install: InstallRef = {
         id: randomUUID(),
         name: `b${i}x${randomBytes(3).toString('hex')}`,
@@ -106,6 +133,12 @@ async function main() {
       times.push(performance.now() - start);
       process.stdout.write(`provision ${i + 1}/${INSTALLS}: ${seconds(times.at(-1) as number)} s\n`);
     }
+    provisioning = false;
+    if (neighbourRun) results.neighbour_busy = await neighbourRun;
+    results.fpm_masters = await fpmMasters(root);
+    process.stdout.write(
+      `neighbour: quiet ${JSON.stringify(results.neighbour_quiet)}, while provisioning ${JSON.stringify(results.neighbour_busy)}; masters ${JSON.stringify(results.fpm_masters)}\n`,
+    );
     const sorted = [...times].sort((a, b) => a - b);
     results.provision = {
       installs: INSTALLS,
@@ -195,7 +228,8 @@ async function main() {
     process.stdout.write(`backup: ${JSON.stringify(results.backup)}\n`);
   } finally {
     for (const install of made) await driver.deprovision(call(), install).catch(() => undefined);
-    for (const pid of ['nginx.pid', 'php-fpm.pid']) {
+    const pids = await fs.readdir(path.join(root, 'web', 'run')).catch(() => [] as string[]);
+    for (const pid of pids.filter((n) => /^(nginx|php-fpm.*)\.pid$/.test(n))) {
       const n = Number(await fs.readFile(path.join(root, 'web', 'run', pid), 'utf8').catch(() => '0'));
       if (n > 1) process.kill(n, 'SIGQUIT');
     }
@@ -212,6 +246,9 @@ async function main() {
   const p = results.provision as Record<string, number>;
   const c = results.cache as Record<string, number>;
   const k = results.backup as Record<string, number>;
+  const q = results.neighbour_quiet as Awaited<ReturnType<typeof neighbour>> | undefined;
+  const n = results.neighbour_busy as Awaited<ReturnType<typeof neighbour>> | undefined;
+  const m = results.fpm_masters as Record<string, number>;
   const md = `# bench:local-web (issue 21), ${results.date}
 
 Load average at start / end: ${results.loadavg_at_start} / ${results.loadavg_at_end} (2 cores).
@@ -219,11 +256,28 @@ Load average at start / end: ${results.loadavg_at_start} / ${results.loadavg_at_
 | what | measured | baseline (same run) | ratio | goal |
 |---|---|---|---|---|
 | provisioning to first 200, ${p.installs} installs | p50 ${p.p50_s} s, p90 ${p.p90_s} s (max ${p.max_s} s) | | | p50 < 10 s |
+| the first install's uncached page every 50 ms while the others are provisioned | p50 ${n?.p50_ms} ms, p99 ${n?.p99_ms} ms, max ${n?.max_ms} ms, ${n?.failed} of ${n?.requests} failed | nothing provisioned: p50 ${q?.p50_ms} ms, p99 ${q?.p99_ms} ms, max ${q?.max_ms} ms, ${q?.failed} of ${q?.requests} failed | max ${n && q ? Math.round((n.max_ms / q.max_ms) * 100) / 100 : ''} | no failure |
+| PHP-FPM masters after provisioning | ${m.masters} masters, ${m.private_mb} MB private memory in all | | | |
 | cached WordPress page (FastCGI cache HIT) | ${c.cached_page_rps} req/s | static file ${c.static_file_rps} req/s | ${c.ratio} | >= 0.5 |
 | backup, ${k.files_mb} MB files + ${k.database_mb} MB database | ${k.hostplane_s} s | tar czf + mariadb-dump ${k.by_hand_s} s | ${k.ratio} | <= 1.25 |
 `;
   await fs.writeFile(path.join(dir, 'local-web.md'), md);
   process.stdout.write(md);
+}
+
+/** The PHP-FPM masters serving `root`'s pools: how many, and their private memory (RssAnon) in all. */
+async function fpmMasters(root: string) {
+  let masters = 0;
+  let kb = 0;
+  for (const pid of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmd = await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (!cmd.startsWith('php-fpm: master process') || !cmd.includes(root)) continue;
+    const status = await fs.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    masters++;
+    kb += Number(/^RssAnon:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+  }
+  return { masters, private_mb: Math.round(kb / 102.4) / 10 };
 }
 
 await main();

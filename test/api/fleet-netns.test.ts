@@ -392,7 +392,9 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     assert.ok(sa && sb);
     const pidOf = (server: typeof sa, file: string) =>
       Number(fs.readFileSync(path.join(server.hostingRoot, 'web', 'run', file), 'utf8').trim() || 0);
-    const stopped = pidOf(sa, 'php-fpm.pid');
+    // Decision 251: each install's own PHP-FPM master.
+    const masterA = `php-fpm.${slugOf(a.install.id)}.pid`;
+    const stopped = pidOf(sa, masterA);
     process.kill(stopped, 'SIGQUIT');
     const block = path.join(sb.hostingRoot, 'web', 'sites', `${slugOf(b.install.id)}.conf`);
     const pool = path.join(sb.hostingRoot, 'web', 'pools', `${slugOf(b.install.id)}.conf`);
@@ -402,12 +404,13 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     // Decision 240: its database user dropped too (made again by the reconcile).
     sqlOn(b.server, `DROP USER \`${slugOf(b.install.id)}\`@'%'`);
     process.kill(pidOf(sb, 'nginx.pid'), 'SIGHUP');
-    process.kill(pidOf(sb, 'php-fpm.pid'), 'SIGUSR2');
+    // B's master reloaded without its pool: it ends (no pool left), as a lost pool would leave it.
+    process.kill(pidOf(sb, `php-fpm.${slugOf(b.install.id)}.pid`), 'SIGUSR2');
     const started = Date.now();
     await until('PHP-FPM started again and the page served', async () => {
       let pid = 0;
       try {
-        pid = pidOf(sa, 'php-fpm.pid');
+        pid = pidOf(sa, masterA);
       } catch {}
       return pid > 0 && pid !== stopped && (await get(sa.address, a.install.cname))?.status === 200;
     });
@@ -417,7 +420,10 @@ describe('issue 30: three hosting servers in network namespaces', { skip }, asyn
     // The agent logs its repair once PHP-FPM answers: its line may reach this process a moment later.
     const logged = await until(
       'the agent to log its repair',
-      async () => /reconcile: PHP-FPM was not running: started/.test(agentOutput(sa)),
+      async () =>
+        new RegExp(`reconcile: install ${a.install.id}: its PHP-FPM was not running: started`).test(
+          agentOutput(sa),
+        ),
       15_000,
     ).catch(() => false);
     assert.ok(logged, agentOutput(sa));

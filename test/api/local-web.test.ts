@@ -1,7 +1,7 @@
 // test-db: postgres (the web tier's subject is nginx, PHP-FPM, WordPress and ACME, not the control plane's database: docs/decisions.md #112)
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
@@ -299,35 +299,74 @@ describe('local driver web tier (issue 21)', {
     }
   });
 
-  it("issue 21: two installs: one's PHP cannot read the other's wp-config.php (nor /etc/passwd); a request of one in flight while the other is provisioned (PHP-FPM reloaded for its pool) is answered", async () => {
+  it("issue 21, decision 251: two installs: one's PHP cannot read the other's wp-config.php (nor /etc/passwd); each has a PHP-FPM master of its own: the other is provisioned and served, and the first's other requests answered, while a slow request of the first runs; neither sees the other's cached scripts", async () => {
     const a = await served();
     const aPublic = host.paths(a.w.install.id).public;
-    // A request of A that takes 6 s, started before B is provisioned: B's pool reloads PHP-FPM
-    // meanwhile, which must let A's request end (process_control_timeout), not kill it (a 502).
+    const masterOf = (id: string) =>
+      Number(readFileSync(path.join(web, 'run', `php-fpm.${slugOf(id)}.pid`), 'utf8').trim());
+    const aMaster = masterOf(a.w.install.id);
+    // A 12 s request of A, started before B is provisioned. With one master for every pool, B's pool
+    // reloaded it, and a reload waits for the requests in flight (up to process_control_timeout) before
+    // any pool takes a new one: B was not served, nor any other request of A, until A's slow one ended.
+    // With a master per install, B's provisioning does not touch A's.
     const slow = path.join(aPublic, 'slow.php');
-    await fs.writeFile(slow, '<?php sleep(6); echo "slept";\n');
-    execFileSync('chown', [`${userOf(a.w.install.id)}:${userOf(a.w.install.id)}`, slow]);
-    const inFlight = get(port, a.cname, '/slow.php');
+    const quick = path.join(aPublic, 'quick.php');
+    // Short sleeps to a wall-clock end: a reload's signal cuts one sleep short, not the request.
+    await fs.writeFile(
+      slow,
+      '<?php $end = microtime(true) + 12; while (microtime(true) < $end) usleep(100000); echo "slept";\n',
+    );
+    await fs.writeFile(quick, '<?php echo "quick";\n');
+    execFileSync('chown', [`${userOf(a.w.install.id)}:${userOf(a.w.install.id)}`, slow, quick]);
+    const started = Date.now();
+    let slowEnded = 0;
+    const inFlight = get(port, a.cname, '/slow.php').then((r) => {
+      slowEnded = Date.now();
+      return r;
+    });
     const b = await served();
+    assert.equal((await until(port, b.cname, (r) => r?.status === 200))?.status, 200, 'B served');
+    const bServed = Date.now();
+    assert.equal((await get(port, a.cname, '/quick.php'))?.body, 'quick');
+    const quickAnswered = Date.now();
     const answered = await inFlight;
     assert.deepEqual(
       { status: answered?.status, body: answered?.body },
       { status: 200, body: 'slept' },
       "A's request in flight while B's pool was added",
     );
+    const at = (t: number) => `+${((t - started) / 1000).toFixed(1)} s`;
+    assert.ok(
+      slowEnded > quickAnswered,
+      `B served (${at(bServed)}) and A's quick request answered (${at(quickAnswered)}) while A's slow request ran (it ended ${at(slowEnded)})`,
+    );
+    assert.equal(masterOf(a.w.install.id), aMaster, "A's master is the one it had");
+    assert.notEqual(masterOf(b.w.install.id), aMaster, 'B has a master of its own');
     const bConfig = path.join(host.paths(b.w.install.id).public, 'wp-config.php');
     assert.ok(existsSync(bConfig));
     // A small PHP file in A's document root, owned by A's user (as anything A's WordPress writes).
     const probe = path.join(aPublic, 'probe.php');
     const read = (file: string) =>
       `echo ${JSON.stringify(file)}, ': ', @file_get_contents(${JSON.stringify(file)}) === false ? 'DENIED' : 'OK', "\\n";`;
+    // Decision 251: the opcode cache is its master's: A's PHP lists the scripts it holds (with one
+    // master for every pool, B's WordPress files were among them, paths and all).
+    const bRoot = path.dirname(host.paths(b.w.install.id).public);
+    const opcache = `$s = @opcache_get_status(true); $all = is_array($s) ? array_keys($s['scripts'] ?? []) : [];
+echo 'opcache scripts: ', count($all), "\\n";
+foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) echo 'FOREIGN ', $f, "\\n"; }`;
     await fs.writeFile(
       probe,
-      `<?php\n${read(bConfig)}\n${read('/etc/passwd')}\n${read(path.join(aPublic, 'wp-config.php'))}\n`,
+      `<?php\n${opcache}\n${read(bConfig)}\n${read('/etc/passwd')}\n${read(path.join(aPublic, 'wp-config.php'))}\n`,
     );
     execFileSync('chown', [`${userOf(a.w.install.id)}:${userOf(a.w.install.id)}`, probe]);
+    // Older than opcache.file_update_protection (2 s): the probe itself is cached at its first run.
+    const past = new Date(Date.now() - 60_000);
+    await fs.utimes(probe, past, past);
     const page = await until(port, a.cname, (r) => r?.status === 200, '/probe.php');
     assert.equal(page?.status, 200, JSON.stringify(page).slice(0, 500));
+    // The cache is on and holds A's scripts (the check cannot pass for want of a cache), none of B's.
+    assert.ok(Number(/opcache scripts: (\d+)/.exec(page?.body ?? '')?.[1]) > 0, page?.body);
+    assert.doesNotMatch(page?.body ?? '', /FOREIGN/);
     assert.ok(page?.body.includes(`${bConfig}: DENIED`), page?.body);
     assert.match(page?.body ?? '', /\/etc\/passwd: DENIED/);
     // The probe works: A's PHP reads A's own wp-config.php.
@@ -556,16 +595,38 @@ describe('local driver web tier (issue 21)', {
   });
 
   // `hostplane worker` is another process on the same database: PostgreSQL only (PGlite is one process's).
-  it('issue 21: hostplane worker starts nginx and PHP-FPM when absent; they outlive it and a second start adds no second nginx', {
+  it("issue 21, decision 251: hostplane worker starts nginx and PHP-FPM when absent, and replaces an earlier version's one master for every pool by one per install; they outlive it and a second start adds no second nginx", {
     skip: TEST_DB !== 'postgres' && 'a second process needs PostgreSQL',
   }, async () => {
-    const { cname } = await served();
+    const { w, cname } = await served();
     assert.equal((await until(port, cname, (r) => r?.status === 200))?.status, 200);
     const pidOf = async (name: string) =>
       Number(await fs.readFile(path.join(web, 'run', name), 'utf8').catch(() => '0'));
-    // Both daemons stopped (as after a reboot): the site is down.
-    for (const name of ['nginx.pid', 'php-fpm.pid']) process.kill(await pidOf(name), 'SIGQUIT');
+    // nginx and the install's PHP-FPM master stopped (as after a reboot): the site is down.
+    for (const name of ['nginx.pid', `php-fpm.${slugOf(w.install.id)}.pid`]) {
+      const pid = await pidOf(name);
+      assert.ok(pid > 1, name);
+      process.kill(pid, 'SIGQUIT');
+    }
     assert.equal(await until(port, cname, (r) => r === null), null);
+    // Decision 251: PHP-FPM as an earlier version left it: one master (run/php-fpm.pid) for the pools.
+    const slug = slugOf(w.install.id);
+    const legacyConf = path.join(web, 'php-fpm.conf');
+    await fs.writeFile(
+      legacyConf,
+      `[global]\npid = ${path.join(web, 'run', 'php-fpm.pid')}\nerror_log = ${path.join(web, 'logs', 'php-fpm.log')}\ndaemonize = yes\ninclude = ${path.join(web, 'pools', `${slug}.conf`)}\n`,
+    );
+    execFileSync('/usr/sbin/php-fpm8.2', ['-y', legacyConf]);
+    const legacyPid = await pidOf('php-fpm.pid');
+    assert.ok(legacyPid > 1, "the earlier version's master started");
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
     const nginxMasters = async () => {
       let n = 0;
       for (const pid of await fs.readdir('/proc')) {
@@ -598,6 +659,10 @@ describe('local driver web tier (issue 21)', {
     assert.ok(nginxPid > 1);
     try {
       assert.equal((await until(port, cname, (r) => r?.status === 200))?.status, 200);
+      // The earlier master is gone with its file; the install's own serves.
+      assert.equal(alive(legacyPid), false, "the earlier version's master stopped");
+      assert.equal(existsSync(legacyConf), false);
+      assert.ok(alive(await pidOf(`php-fpm.${slug}.pid`)), "the install's own master runs");
     } finally {
       await stop(first);
     }

@@ -21,12 +21,14 @@ export function freePort(): Promise<number> {
 export const userOf = (installId: string) => `hp${installId.replace(/-/g, '').slice(0, 30)}`;
 
 /**
- * Stops what a web-tier test file started: nginx and PHP-FPM of its HOSTING_ROOT/web (by their pid
+ * Stops what a web-tier test file started: nginx and the PHP-FPM masters of its HOSTING_ROOT/web (by their pid
  * files, gracefully) and the system users of the installs it made; the caller then removes the rest
  * (`localHosting().cleanup()`).
  */
 export async function stopWebTier(webDir: string, installIds: Iterable<string>): Promise<void> {
-  for (const pidFile of ['nginx.pid', 'php-fpm.pid']) {
+  // nginx's master and every PHP-FPM master (one per install, decision 251).
+  const names = await fs.readdir(path.join(webDir, 'run')).catch(() => [] as string[]);
+  for (const pidFile of names.filter((n) => /^(nginx|php-fpm.*)\.pid$/.test(n))) {
     const pid = Number(await fs.readFile(path.join(webDir, 'run', pidFile), 'utf8').catch(() => ''));
     if (pid > 1) {
       try {

@@ -140,7 +140,7 @@ describe('hostplane doctor checks (issue 21)', () => {
     const report = doctorReport(local(true, root), checks);
     assert.match(report, /^WARN\s+HOSTING_ROOT mounted nosuid/m);
     assert.match(report, /2 of \d+ checks fail \(1 warning\)$/m);
-    assert.equal(named("PHP-FPM master's umask")?.ok, true, 'not running: nothing to say');
+    assert.equal(named("PHP-FPM masters' umask")?.ok, true, 'not running: nothing to say');
     assert.deepEqual(missingPackages(checks), []);
 
     // The same machine as the tenant model wants it: everything passes, nosuid on its own mount.
@@ -165,17 +165,32 @@ describe('hostplane doctor checks (issue 21)', () => {
         '22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n40 22 8:2 / /srv/hosting rw,nosuid,nodev - ext4 /dev/sda2 rw\n',
     });
     const fine = await doctorChecks(local(true, root), good, { dataDir: '/tmp/x', modes: true });
+    // Decision 251: each install's master is checked, and an earlier version's shared one.
     const old = fakeProbe([], true, {
       texts: {
         [`${root}/web/run/php-fpm.pid`]: '4242\n',
         '/proc/4242/status': 'Name:\tphp-fpm8.2\nUmask:\t0022\n',
+        [`${root}/web/run/php-fpm.${slug}.pid`]: '4343\n',
+        '/proc/4343/status': 'Name:\tphp-fpm8.2\nUmask:\t0027\n',
       },
+      dirs: { [`${root}/web/run`]: ['nginx.pid', 'php-fpm.pid', `php-fpm.${slug}.pid`] },
     });
     const umask = (await doctorChecks(local(true, root), old, { modes: true })).find((c) =>
-      c.name.startsWith("PHP-FPM master's umask"),
+      c.name.startsWith("PHP-FPM masters' umask"),
     );
     assert.equal(umask?.warning, true);
-    assert.match(umask?.detail ?? '', /pid 4242: 0022: .*kill -QUIT 4242/);
+    assert.match(umask?.detail ?? '', /^pid 4242: 0022: .*kill -QUIT 4242/);
+    const own = fakeProbe([], true, {
+      texts: {
+        [`${root}/web/run/php-fpm.${slug}.pid`]: '4343\n',
+        '/proc/4343/status': 'Name:\tphp-fpm8.2\nUmask:\t0027\n',
+      },
+      dirs: { [`${root}/web/run`]: [`php-fpm.${slug}.pid`] },
+    });
+    const ownUmask = (await doctorChecks(local(true, root), own, { modes: true })).find((c) =>
+      c.name.startsWith("PHP-FPM masters' umask"),
+    );
+    assert.deepEqual([ownUmask?.ok, ownUmask?.detail], [true, '1 running: 0027']);
     assert.deepEqual(
       fine.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`),
       [],

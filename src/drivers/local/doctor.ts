@@ -165,21 +165,32 @@ function fileChecks(
     debianPackage: null,
   });
   if (web) {
-    // A PHP-FPM master started by an earlier version keeps its umask (its pools inherit it).
-    const pid = probe.readText(path.join(root, 'web', 'run', 'php-fpm.pid'))?.trim();
-    const status = pid && /^\d+$/.test(pid) ? probe.readText(`/proc/${pid}/status`) : null;
-    const umask = status ? /^Umask:\s+([0-7]+)/m.exec(status)?.[1] : undefined;
-    const ok = umask === undefined || Number.parseInt(umask, 8) === INSTALL_UMASK;
+    // A PHP-FPM master started by an earlier version keeps its umask (its pool inherits it): each
+    // install's master (decision #251) and an earlier version's shared one.
+    const run = path.join(root, 'web', 'run');
+    const masters = probe
+      .list(run)
+      .filter((name) => /^php-fpm(\.hp_[0-9a-f]{32})?\.pid$/.test(name))
+      .sort()
+      .map((name) => {
+        const pid = probe.readText(path.join(run, name))?.trim();
+        const status = pid && /^\d+$/.test(pid) ? probe.readText(`/proc/${pid}/status`) : null;
+        const umask = status ? /^Umask:\s+([0-7]+)/m.exec(status)?.[1] : undefined;
+        return { pid, umask };
+      })
+      .filter((m): m is { pid: string; umask: string } => m.umask !== undefined);
+    const wrong = masters.filter((m) => Number.parseInt(m.umask, 8) !== INSTALL_UMASK);
+    const ok = wrong.length === 0;
     checks.push({
-      name: "PHP-FPM master's umask (its pools': 027)",
+      name: "PHP-FPM masters' umask (their pools': 027)",
       ok,
       warning: !ok,
       detail:
-        umask === undefined
-          ? 'not running (started with 027)'
+        masters.length === 0
+          ? 'none running (started with 027)'
           : ok
-            ? `pid ${pid}: ${umask}`
-            : `pid ${pid}: ${umask}: what the sites' PHP writes may be readable by other installs; stop it (kill -QUIT ${pid}), the next start of hostplane serve/worker starts it with 027`,
+            ? `${masters.length} running: ${masters[0]?.umask}`
+            : `pid ${wrong.map((m) => `${m.pid}: ${m.umask}`).join(', ')}: what the sites' PHP writes may be readable by other installs; stop it (kill -QUIT ${wrong[0]?.pid}), the next start of hostplane serve/worker starts it with 027`,
       debianPackage: null,
     });
   }

@@ -13,6 +13,13 @@ export function installSlug(installId: string): string {
   return `hp_${hex}`;
 }
 
+/** The install id an install slug (`hp_<32 hex>`) is made of. */
+export function installIdOfSlug(slug: string): string {
+  const m = /^hp_([0-9a-f]{8})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{12})$/.exec(slug);
+  if (!m) throw new Error(`not an install slug: ${JSON.stringify(slug)}`);
+  return m.slice(1).join('-');
+}
+
 /**
  * A directory name derived from an idempotency key (`<uuid>` or `<uuid>:<step>`, issue 30 also a
  * move's `move:<uuid>:<step>` and steps with hyphens: `<uuid>:copy-source`), validated.
@@ -117,7 +124,6 @@ export function webPaths(hostingRoot: string) {
     sites: path.join(root, 'sites'),
     /** A candidate configuration, checked by `nginx -t` before it replaces the live one. */
     candidate: path.join(root, 'candidate'),
-    fpmConf: path.join(root, 'php-fpm.conf'),
     pools: path.join(root, 'pools'),
     run: path.join(root, 'run'),
     logs: path.join(root, 'logs'),
@@ -125,7 +131,6 @@ export function webPaths(hostingRoot: string) {
     /** Each install's FastCGI page cache: cache/<slug>. */
     cache: path.join(root, 'cache'),
     nginxPid: path.join(root, 'run', 'nginx.pid'),
-    fpmPid: path.join(root, 'run', 'php-fpm.pid'),
     installer: path.join(root, 'wp-install.php'),
     /** Sets an install's home and siteurl (issue 21 routing: they follow the primary domain). */
     siteUrl: path.join(root, 'wp-siteurl.php'),

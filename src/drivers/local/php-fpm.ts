@@ -4,15 +4,15 @@ import * as files from './files.js';
 import { machineSerial } from './machine-lock.js';
 import { configPath, type WebPaths } from './names.js';
 import { run, TOOL_ENV, ToolError } from './run.js';
-import { livePid, reloadOrStart, signalDaemon } from './supervise.js';
+import { livePid, reloadOrStart } from './supervise.js';
 import { INSTALL_UMASK } from './wordpress.js';
 
 /**
- * PHP-FPM for the local driver's installs (issue 21): a private master (`php-fpm8.2 -y`) reading
- * HOSTING_ROOT/web/php-fpm.conf, one pool per install in pools/ (its own system user, its own socket
- * readable by nginx only, `open_basedir` limited to the install's directories). A pool change is
- * checked with `php-fpm -t` before it is live, then the master is reloaded (started when absent,
- * stopped when no pool is left: PHP-FPM refuses to run without one).
+ * PHP-FPM for the local driver's installs (issue 21): one pool per install in pools/ (its own system
+ * user, its own socket readable by nginx only, `open_basedir` limited to the install's directories),
+ * each served by a private master of its own (`php-fpm8.2 -y pools/<slug>.main`, decision #251). A
+ * pool change is checked with `php-fpm -t` before it is live, then its master is reloaded (started
+ * when absent, stopped with the pool).
  */
 
 export const PHP_FPM = '/usr/sbin/php-fpm8.2';
@@ -77,92 +77,210 @@ php_admin_value[disable_functions] = ${DISABLED_FUNCTIONS.join(',')}
 
 /**
  * PHP-FPM's `process_control_timeout` (its default, 0, kills the requests in flight at a reload): how
- * long a reload waits for them (decision #242). Meanwhile new requests wait in the pools' sockets (the
- * old children take none), so a longer bound would stall every site of the server behind one slow
- * request; a request longer than this is still cut at the reload.
+ * long a reload of an install's master waits for its requests in flight (decision #242). Each install
+ * has a master of its own (decision #251), so only its own requests wait; a request longer than this is
+ * still cut at its own pool's reload.
  */
 export const PROCESS_CONTROL_TIMEOUT_SECONDS = 10;
 
+const SLUG = /^hp_[0-9a-f]{32}$/;
+
+/**
+ * Decision #251: one PHP-FPM master per install (`php-fpm8.2 -y pools/<slug>.main`, root, its pid
+ * file run/php-fpm.<slug>.pid), serving that install's pool alone (pools/<slug>.conf). A pool added,
+ * changed or removed reloads or stops its own master only: the requests of every other install go on
+ * (one master for every pool made each provisioning pause every site of the server behind its slowest
+ * request, and a master that died took every site down). A master started by an earlier version (one
+ * for all pools: run/php-fpm.pid, php-fpm.conf) is stopped at the next start and replaced.
+ */
+export function fpmFiles(paths: WebPaths, slug: string) {
+  if (!SLUG.test(slug)) throw new Error(`not an install slug: ${slug}`);
+  return {
+    pool: path.join(paths.pools, `${slug}.conf`),
+    main: path.join(paths.pools, `${slug}.main`),
+    pid: path.join(paths.run, `php-fpm.${slug}.pid`),
+    log: path.join(paths.logs, `php-fpm.${slug}.log`),
+  };
+}
+
+/** The slugs whose master's pid file is in run/ (any left by an install since removed included). */
+export async function fpmMasterSlugs(paths: WebPaths): Promise<string[]> {
+  const names = await fs.readdir(paths.run).catch(() => [] as string[]);
+  return names.map((n) => /^php-fpm\.(hp_[0-9a-f]{32})\.pid$/.exec(n)?.[1]).filter((s): s is string => !!s);
+}
+
+/** Waits (up to `ms`) until the process a pid named has ended; false on the timeout. */
+async function gone(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return true;
+    }
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Stops the master a pid file names (SIGQUIT: its requests in flight end first) and waits for its end. */
+async function stopMaster(pidFile: string): Promise<void> {
+  const pid = await livePid(pidFile);
+  if (!pid) return;
+  process.kill(pid, 'SIGQUIT');
+  if (!(await gone(pid, (PROCESS_CONTROL_TIMEOUT_SECONDS + 5) * 1000))) {
+    process.kill(pid, 'SIGKILL');
+    await gone(pid, 5000);
+  }
+}
+
 export function createPhpFpm(paths: WebPaths) {
-  const global = (poolsDir: string) => `; Written by Hostplane (local driver, web tier).
+  const main = (slug: string, pool: string) => {
+    const f = fpmFiles(paths, slug);
+    return `; Written by Hostplane (local driver, web tier) for install ${slug}: do not edit, it is rewritten.
 [global]
-pid = ${paths.fpmPid}
-error_log = ${path.join(paths.logs, 'php-fpm.log')}
+pid = ${configPath(f.pid)}
+error_log = ${configPath(f.log)}
 daemonize = yes
-; A reload (a pool added, changed or removed: any install of the server provisioned or deleted) lets
-; the requests in flight end, up to this long, instead of killing them (a 502 for another site).
+; A reload (this install's pool changed) lets its requests in flight end, up to this long.
 process_control_timeout = ${PROCESS_CONTROL_TIMEOUT_SECONDS}s
-include = ${poolsDir}/*.conf
+include = ${configPath(pool)}
 `;
-  // One change of the pools and the master at a time on the machine, across every process that runs
-  // the local driver here (decision 248).
+  };
+  const startLog = path.join(paths.logs, 'php-fpm-start.log');
+  /** The master of an earlier version, one for every pool (decision #251: replaced at the next start). */
+  const legacy = { pid: path.join(paths.run, 'php-fpm.pid'), conf: path.join(paths.root, 'php-fpm.conf') };
+  // One change of the pools and their masters at a time on the machine, across every process that
+  // runs the local driver here (decision 248).
   const serial = machineSerial(path.join(paths.run, 'php-fpm.lock'));
 
   async function prepare() {
     for (const dir of [paths.pools, paths.run, paths.logs]) await fs.mkdir(dir, { recursive: true });
-    await fs.writeFile(paths.fpmConf, global(paths.pools));
   }
 
-  async function poolCount() {
-    return (await fs.readdir(paths.pools)).filter((n) => n.endsWith('.conf')).length;
+  const read = (file: string) => fs.readFile(file, 'utf8').catch(() => null);
+
+  /** Writes a file whole (temp file, rename). */
+  async function writeWhole(file: string, text: string) {
+    const temp = path.join(path.dirname(file), `.${path.basename(file)}.tmp`);
+    await fs.writeFile(temp, text, { mode: 0o600 });
+    await fs.rename(temp, file);
   }
 
-  async function apply() {
-    if ((await poolCount()) === 0) {
-      await signalDaemon(paths.fpmPid, 'SIGQUIT');
-      return;
-    }
+  /** Starts (or reloads) the install's master. */
+  async function startOrReload(slug: string) {
+    const f = fpmFiles(paths, slug);
     await reloadOrStart(
-      paths.fpmPid,
+      f.pid,
       'SIGUSR2',
       PHP_FPM,
-      ['-y', paths.fpmConf],
-      path.join(paths.logs, 'php-fpm-start.log'),
+      ['-y', f.main],
+      startLog,
       // Issue 28: the pools' children inherit it: what the site's PHP writes is 0640/0750, readable
       // by nginx's workers (members of the install's group), by no other install.
       INSTALL_UMASK,
     );
   }
 
+  /**
+   * The shared master of an earlier version stopped (its exit unlinks every socket it bound) and its
+   * file removed; answers whether one ran.
+   */
+  async function retireLegacy(): Promise<boolean> {
+    const live = await livePid(legacy.pid);
+    if (live) await stopMaster(legacy.pid);
+    await fs.rm(legacy.conf, { force: true });
+    return live !== null;
+  }
+
+  /**
+   * Every install's master running with its socket: started when it has a pool and is not running,
+   * restarted when its socket is gone (unlinked behind its back, or by an earlier version's master
+   * that served the same pool and ended); a master whose pool is gone stopped. Answers those started.
+   */
+  async function startAll(): Promise<string[]> {
+    const started: string[] = [];
+    const names = await fs.readdir(paths.pools).catch(() => [] as string[]);
+    for (const name of names.sort()) {
+      const slug = /^(hp_[0-9a-f]{32})\.conf$/.exec(name)?.[1];
+      if (!slug) continue;
+      const f = fpmFiles(paths, slug);
+      const socket = /^listen = (\/\S+)$/m.exec((await read(f.pool)) ?? '')?.[1];
+      if (await livePid(f.pid)) {
+        if (!socket || (await files.exists(socket))) continue;
+        await stopMaster(f.pid);
+      }
+      const mainText = main(slug, f.pool);
+      if ((await read(f.main)) !== mainText) await writeWhole(f.main, mainText);
+      await startOrReload(slug);
+      started.push(slug);
+    }
+    for (const slug of await fpmMasterSlugs(paths))
+      if (!(await files.exists(fpmFiles(paths, slug).pool))) await stopMaster(fpmFiles(paths, slug).pid);
+    return started;
+  }
+
   return {
+    /**
+     * The install's pool, checked by `php-fpm -t` first, and its master reloaded (started when
+     * absent). Nothing is reloaded when the pool and its master's file are unchanged and it runs.
+     */
     put: (pool: Pool, signal: AbortSignal) =>
       serial(async () => {
         await prepare();
+        const f = fpmFiles(paths, pool.slug);
         const text = poolConf(pool);
-        const dir = path.join(paths.root, 'pools-candidate');
-        await files.remove(dir);
-        await fs.mkdir(dir, { recursive: true });
-        try {
-          await fs.writeFile(path.join(dir, `${pool.slug}.conf`), text);
-          const conf = path.join(dir, 'php-fpm.main');
-          await fs.writeFile(conf, global(dir));
-          await run(PHP_FPM, ['-t', '-y', conf], { signal, env: TOOL_ENV }).catch((err: Error) => {
-            // A refused configuration: a retry writes the same one (issue 29 defect 2).
-            throw new ToolError(`php-fpm refused the pool of ${pool.slug}: ${err.message}`, true);
-          });
-        } finally {
+        const mainText = main(pool.slug, f.pool);
+        const unchanged = (await read(f.pool)) === text && (await read(f.main)) === mainText;
+        if (unchanged && (await livePid(f.pid))) return;
+        if (!unchanged) {
+          const dir = path.join(paths.root, 'pools-candidate');
           await files.remove(dir);
+          await fs.mkdir(dir, { recursive: true });
+          try {
+            const candidate = path.join(dir, `${pool.slug}.conf`);
+            await fs.writeFile(candidate, text);
+            const conf = path.join(dir, 'php-fpm.main');
+            await fs.writeFile(conf, main(pool.slug, candidate));
+            await run(PHP_FPM, ['-t', '-y', conf], { signal, env: TOOL_ENV }).catch((err: Error) => {
+              // A refused configuration: a retry writes the same one (issue 29 defect 2).
+              throw new ToolError(`php-fpm refused the pool of ${pool.slug}: ${err.message}`, true);
+            });
+          } finally {
+            await files.remove(dir);
+          }
+          await writeWhole(f.pool, text);
+          await writeWhole(f.main, mainText);
         }
-        const temp = path.join(paths.pools, `.${pool.slug}.conf.tmp`);
-        await fs.writeFile(temp, text);
-        await fs.rename(temp, path.join(paths.pools, `${pool.slug}.conf`));
-        await apply();
+        // Decision #251: an earlier version's shared master serves this pool's socket too: it goes
+        // first (its exit unlinks the sockets it bound), then every install's own master binds its own.
+        if (await retireLegacy()) {
+          if ((await startAll()).includes(pool.slug)) return;
+        }
+        await startOrReload(pool.slug);
       }),
 
-    /** Starts the master when it has pools and is not running; a running one is left alone. */
+    /**
+     * Every install's master started when it has a pool and is not running or its socket is gone (a
+     * running one is left alone); an earlier version's shared master replaced first. Answers the
+     * installs whose master was started and whether an earlier version's master was replaced.
+     */
     ensureRunning: () =>
       serial(async () => {
-        if (await livePid(paths.fpmPid)) return;
         await prepare();
-        await apply();
+        const retired = await retireLegacy();
+        return { started: await startAll(), retired };
       }),
 
+    /** The install's master stopped (its requests in flight end first) and its files removed. */
     remove: (slug: string) =>
       serial(async () => {
-        const live = path.join(paths.pools, `${slug}.conf`);
-        if (!(await files.exists(live))) return;
-        await fs.rm(live, { force: true });
-        await apply();
+        const f = fpmFiles(paths, slug);
+        await stopMaster(f.pid);
+        for (const file of [f.pool, f.main, f.pid]) await fs.rm(file, { force: true });
       }),
+
+    /** Whether the install's master runs. */
+    running: async (slug: string) => (await livePid(fpmFiles(paths, slug).pid)) !== null,
   };
 }

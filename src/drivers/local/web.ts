@@ -9,11 +9,19 @@ import type { MariaDb } from './database.js';
 import * as files from './files.js';
 import * as repo from './local.repo.js';
 import { closedMessage, closedParents, secureLayout } from './modes.js';
-import { hostName, installSlug, pathsOf, serverName, systemUser, webPaths } from './names.js';
+import {
+  hostName,
+  installIdOfSlug,
+  installSlug,
+  pathsOf,
+  serverName,
+  systemUser,
+  webPaths,
+} from './names.js';
 import { createPhpFpm } from './php-fpm.js';
 import { ToolError } from './run.js';
 import { searchReplace, urlPairs } from './search-replace.js';
-import { livePid, signalDaemon } from './supervise.js';
+import { signalDaemon } from './supervise.js';
 import * as tenant from './tenant.js';
 import { createWebServer, type ServerBlock } from './webserver.js';
 import * as wordpress from './wordpress.js';
@@ -421,11 +429,12 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
         await nginx.ensureRunning();
         repaired.push('nginx was not running: started');
       }
-      // PHP-FPM runs only once an install has a pool: started again only when it then runs.
-      if (!(await livePid(paths.fpmPid))) {
-        await fpm.ensureRunning();
-        if (await livePid(paths.fpmPid)) repaired.push('PHP-FPM was not running: started');
-      }
+      // Each install's PHP-FPM master (decision #251): started again when it has a pool.
+      const { started, retired } = await fpm.ensureRunning();
+      if (retired)
+        repaired.push("PHP-FPM's shared master of an earlier version: replaced by one per install");
+      for (const slug of started)
+        repaired.push(`install ${installIdOfSlug(slug)}: its PHP-FPM was not running: started`);
       const drift: string[] = [];
       const routingMissing: string[] = [];
       for (const id of installIds) {
