@@ -278,16 +278,25 @@ describe('loadConfig', () => {
     });
     assert.deepEqual(
       loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', HOSTING_HTTP_PORT: '8080' }).driver.local?.web,
-      { httpPort: 8080, httpsPort: 443 },
+      { httpPort: 8080, httpsPort: 443, phpRequestTimeoutSeconds: 300 },
     );
     assert.deepEqual(
       loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', HOSTING_HTTPS_PORT: '8443' }).driver.local?.web,
-      { httpPort: 80, httpsPort: 8443 },
+      { httpPort: 80, httpsPort: 8443, phpRequestTimeoutSeconds: 300 },
     );
     assert.deepEqual(problemsOf({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', HOSTING_HTTPS_PORT: '0' }), [
       'HOSTING_HTTPS_PORT must be an integer from 1 to 65535 (got "0")',
     ]);
     assert.equal(loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on' }).driver.local?.web?.httpPort, 80);
+    assert.equal(
+      loadConfig({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', LOCAL_PHP_REQUEST_TIMEOUT_SECONDS: '20' }).driver
+        .local?.web?.phpRequestTimeoutSeconds,
+      20,
+    );
+    assert.deepEqual(
+      problemsOf({ HOSTING_DRIVER: 'local', LOCAL_WEB: 'on', LOCAL_PHP_REQUEST_TIMEOUT_SECONDS: '0' }),
+      ['LOCAL_PHP_REQUEST_TIMEOUT_SECONDS must be an integer from 1 to 86400 (got "0")'],
+    );
     assert.deepEqual(
       problemsOf({ HOSTING_DRIVER: 'local', MARIADB_URL: 'postgres://x', LOCAL_MAX_HEAVY_OPERATIONS: '0' }),
       [

@@ -208,7 +208,15 @@ export interface LocalDriverConfig {
    * the installs, on `HOSTING_HTTP_PORT` (default 80) and, for the names a certificate of the install
    * covers, on `HOSTING_HTTPS_PORT` (default 443). Null when off.
    */
-  readonly web: { readonly httpPort: number; readonly httpsPort: number } | null;
+  readonly web: {
+    readonly httpPort: number;
+    readonly httpsPort: number;
+    /**
+     * `LOCAL_PHP_REQUEST_TIMEOUT_SECONDS`, default 300: a site's PHP request running longer is ended by
+     * its PHP-FPM master (`request_terminate_timeout`), whatever its code asked (`set_time_limit(0)`).
+     */
+    readonly phpRequestTimeoutSeconds: number;
+  } | null;
   /**
    * Issue 31: `SSH_PORT`, default unset (off): Hostplane's own OpenSSH server (drivers/local/sshd.ts)
    * serves SFTP to each install on this port, at `SSH_ADDRESS` (default `0.0.0.0`). Needs `LOCAL_WEB=on`.
@@ -553,6 +561,14 @@ function driverVars(env: Env, dataDir: string, problems: string[]): Config['driv
         ? Object.freeze({
             httpPort: intVar(env, 'HOSTING_HTTP_PORT', 80, 1, 65535, problems),
             httpsPort: intVar(env, 'HOSTING_HTTPS_PORT', 443, 1, 65535, problems),
+            phpRequestTimeoutSeconds: intVar(
+              env,
+              'LOCAL_PHP_REQUEST_TIMEOUT_SECONDS',
+              300,
+              1,
+              86_400,
+              problems,
+            ),
           })
         : null,
     ssh: sshVars(env, env.LOCAL_WEB === 'on', problems),

@@ -30,6 +30,9 @@ const TOOLS = [
 const missing = TOOLS.filter((p) => !existsSync(p));
 
 /** GET / on nginx with the install's host name: status and body, or null when nginx closed the connection. */
+/** LOCAL_PHP_REQUEST_TIMEOUT_SECONDS of this file's web tier (decision 252). */
+const PHP_REQUEST_TIMEOUT_SECONDS = 20;
+
 function get(
   port: number,
   host: string,
@@ -44,6 +47,9 @@ function get(
         path: urlPath,
         headers: { ...headers, host: `${host}:${port}` },
         timeout: 30_000,
+        // A connection of its own: a kept-alive one that an nginx reload (any provisioning) closes as
+        // the request is sent fails on this side without an answer (a browser would retry it).
+        agent: false,
       },
       (res) => {
         let body = '';
@@ -158,6 +164,8 @@ describe('local driver web tier (issue 21)', {
       LOCAL_WEB: 'on',
       HOSTING_HTTP_PORT: String(port),
       PUBLIC_URL: 'https://api.hostplane.test',
+      // A runaway request is ended after this long (its test below); longer than the 12 s request.
+      LOCAL_PHP_REQUEST_TIMEOUT_SECONDS: String(PHP_REQUEST_TIMEOUT_SECONDS),
     },
   });
   const f = factories(t);
@@ -373,6 +381,42 @@ foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) 
     assert.match(page?.body ?? '', /wp-config\.php: OK\s*$/);
     // B's host does not serve A's probe.
     assert.notEqual((await get(port, b.cname, '/probe.php'))?.status, 200);
+  });
+
+  it("decision 252: a site's PHP request running past LOCAL_PHP_REQUEST_TIMEOUT_SECONDS is ended by its PHP-FPM master whatever its code asked (set_time_limit(0), ignore_user_abort): answered 502, its process gone, the site serving", async () => {
+    const { w, cname } = await served();
+    const pub = host.paths(w.install.id).public;
+    const runaway = path.join(pub, 'runaway.php');
+    const pidFile = path.join(pub, 'runaway.pid');
+    // As a plugin stuck in a loop would (short sleeps: no CPU spent on it here).
+    await fs.writeFile(
+      runaway,
+      "<?php set_time_limit(0); ignore_user_abort(true); file_put_contents(__DIR__ . '/runaway.pid', (string) getmypid()); while (true) usleep(200000);\n",
+    );
+    execFileSync('chown', [`${userOf(w.install.id)}:${userOf(w.install.id)}`, runaway]);
+    const started = Date.now();
+    const answered = await get(port, cname, '/runaway.php');
+    const took = Date.now() - started;
+    // Without the limit nginx gives up at 60 s (fastcgi_read_timeout) and the PHP process runs on:
+    // this client's own 30 s timeout ends first (null).
+    assert.equal(answered?.status, 502, `answered ${answered?.status ?? 'nothing'} after ${took} ms`);
+    assert.ok(
+      took >= (PHP_REQUEST_TIMEOUT_SECONDS - 1) * 1000,
+      `ended after ${took} ms, not before its ${PHP_REQUEST_TIMEOUT_SECONDS} s`,
+    );
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    assert.ok(pid > 1);
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 50 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(alive(), false, 'the runaway PHP process is gone');
+    assert.equal((await until(port, cname, (r) => r?.status === 200, '/?s=after'))?.status, 200);
   });
 
   it('R1-R3 issue 21: a post changed after a backup is served as it was at the backup once restored; the site still serves WordPress (tree owned by the install, its wp-config.php 0640)', async () => {
@@ -640,6 +684,7 @@ foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) 
       ...host.env,
       LOCAL_WEB: 'on',
       HOSTING_HTTP_PORT: String(port),
+      LOCAL_PHP_REQUEST_TIMEOUT_SECONDS: String(PHP_REQUEST_TIMEOUT_SECONDS),
       DATABASE_URL: t.databaseUrl ?? '',
       DATA_DIR: path.join(host.root, 'worker-data'),
       HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,

@@ -50,7 +50,12 @@ export const DISABLED_FUNCTIONS = [
   'pcntl_setpriority',
 ] as const;
 
-export function poolConf(pool: Pool): string {
+/** How long a site's PHP request may run before its master ends it (LOCAL_PHP_REQUEST_TIMEOUT_SECONDS). */
+export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 300;
+
+export function poolConf(pool: Pool, requestTimeoutSeconds = DEFAULT_REQUEST_TIMEOUT_SECONDS): string {
+  if (!Number.isInteger(requestTimeoutSeconds) || requestTimeoutSeconds < 1)
+    throw new Error(`not a request timeout: ${requestTimeoutSeconds}`);
   if (!/^hp_[0-9a-f]{32}$/.test(pool.slug)) throw new Error(`not an install slug: ${pool.slug}`);
   if (!/^hp[0-9a-f]{30}$/.test(pool.user)) throw new Error(`not an install user: ${pool.user}`);
   const dirs = pool.dirs.map(configPath).join(':');
@@ -66,6 +71,9 @@ listen.mode = 0660
 pm = ondemand
 pm.max_children = 5
 pm.process_idle_timeout = 30s
+; A request running longer is ended by the master (SIGTERM, then SIGKILL): set_time_limit(0) and
+; ignore_user_abort() in the site's code do not stop it (a runaway plugin holds no child for ever).
+request_terminate_timeout = ${requestTimeoutSeconds}s
 php_admin_value[open_basedir] = ${dirs}
 php_admin_value[upload_tmp_dir] = ${tmp}
 php_admin_value[session.save_path] = ${tmp}
@@ -134,7 +142,10 @@ async function stopMaster(pidFile: string): Promise<void> {
   }
 }
 
-export function createPhpFpm(paths: WebPaths) {
+export function createPhpFpm(
+  paths: WebPaths,
+  { requestTimeoutSeconds = DEFAULT_REQUEST_TIMEOUT_SECONDS }: { requestTimeoutSeconds?: number } = {},
+) {
   const main = (slug: string, pool: string) => {
     const f = fpmFiles(paths, slug);
     return `; Written by Hostplane (local driver, web tier) for install ${slug}: do not edit, it is rewritten.
@@ -229,7 +240,7 @@ include = ${configPath(pool)}
       serial(async () => {
         await prepare();
         const f = fpmFiles(paths, pool.slug);
-        const text = poolConf(pool);
+        const text = poolConf(pool, requestTimeoutSeconds);
         const mainText = main(pool.slug, f.pool);
         const unchanged = (await read(f.pool)) === text && (await read(f.main)) === mainText;
         if (unchanged && (await livePid(f.pid))) return;
@@ -279,6 +290,13 @@ include = ${configPath(pool)}
         await stopMaster(f.pid);
         for (const file of [f.pool, f.main, f.pid]) await fs.rm(file, { force: true });
       }),
+
+    /** The installs that have a pool here (their slugs). */
+    slugs: async () =>
+      (await fs.readdir(paths.pools).catch(() => [] as string[]))
+        .map((n) => /^(hp_[0-9a-f]{32})\.conf$/.exec(n)?.[1])
+        .filter((s): s is string => !!s)
+        .sort(),
 
     /** Whether the install's master runs. */
     running: async (slug: string) => (await livePid(fpmFiles(paths, slug).pid)) !== null,

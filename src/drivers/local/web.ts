@@ -40,6 +40,8 @@ export interface WebConfig {
   httpsPort: number;
   /** INSTALL_DOMAIN: an install's default name is `<name>.<INSTALL_DOMAIN>`. */
   installDomain: string;
+  /** LOCAL_PHP_REQUEST_TIMEOUT_SECONDS (default 300): PHP-FPM ends a site's request running longer. */
+  phpRequestTimeoutSeconds?: number;
 }
 
 /** Every install's WordPress tables start with it (wp-config.php's `$table_prefix`). */
@@ -72,8 +74,20 @@ function pageStatus(port: number, name: string, timeoutMs: number, signal: Abort
 export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: MariaDb }, config: WebConfig) {
   const paths = webPaths(ctx.hostingRoot);
   const nginx = createWebServer(paths, { http: config.httpPort, https: config.httpsPort });
-  const fpm = createPhpFpm(paths);
+  const fpm = createPhpFpm(paths, { requestTimeoutSeconds: config.phpRequestTimeoutSeconds });
   const socketOf = (slug: string) => path.join(paths.run, `${slug}.sock`);
+  /** An install's PHP-FPM pool: made of its id alone. */
+  const poolOf = (installId: string) => {
+    const dirs = pathsOf(ctx.hostingRoot, installId);
+    const slug = installSlug(installId);
+    return {
+      slug,
+      user: systemUser(installId),
+      socket: socketOf(slug),
+      dirs: [dirs.public, dirs.private],
+      tmp: path.join(dirs.private, 'tmp'),
+    };
+  };
   const origin = (scheme: 'http' | 'https', name: string) => {
     const port = scheme === 'http' ? config.httpPort : config.httpsPort;
     return `${scheme}://${name}${port === (scheme === 'http' ? 80 : 443) ? '' : `:${port}`}`;
@@ -244,7 +258,6 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       adminPassword: string | null,
       signal: AbortSignal,
     ): Promise<{ php_version: string | null; admin: { username: string; login_url: string } }> {
-      const slug = installSlug(install.id);
       const user = systemUser(install.id);
       const dirs = pathsOf(ctx.hostingRoot, install.id);
       const cname = hostName(`${install.name}.${config.installDomain}`);
@@ -289,7 +302,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
         adminPassword: adminPassword ?? randomBytes(18).toString('base64url'),
         signal,
       });
-      await fpm.put({ slug, user, socket: socketOf(slug), dirs: [dirs.public, dirs.private], tmp }, signal);
+      await fpm.put(poolOf(install.id), signal);
       // The default name only: the install's domains and certificates follow (apply_routing).
       const { block } = await routingBlock(install, { default_name: cname, domains: [], certificates: [] });
       await nginx.put(block, signal);
@@ -417,6 +430,13 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       // nginx's workers take the groups nginx's user was just added to at their next start.
       if (!(await signalIfJoined(joined))) await nginx.ensureRunning();
       await fpm.ensureRunning();
+      // Each existing pool as this version writes it (a setting added since, e.g. the request
+      // timeout): rewritten and its own master reloaded only where it differs.
+      for (const slug of await fpm.slugs()) {
+        const id = installIdOfSlug(slug);
+        if (await wordpress.userExists(systemUser(id)))
+          await fpm.put(poolOf(id), AbortSignal.timeout(60_000)).catch(() => undefined);
+      }
     },
 
     /**
@@ -467,11 +487,7 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
             drift.push(`install ${id}: its PHP-FPM pool is missing`);
             continue;
           }
-          const tmp = path.join(dirs.private, 'tmp');
-          await fpm.put(
-            { slug, user, socket: socketOf(slug), dirs: [dirs.public, dirs.private], tmp },
-            AbortSignal.timeout(60_000),
-          );
+          await fpm.put(poolOf(id), AbortSignal.timeout(60_000));
           repaired.push(`install ${id}: its PHP-FPM pool was missing: written again`);
         }
       }
