@@ -94,7 +94,9 @@ ensure_packages() {
   [ -x /usr/sbin/php-fpm8.2 ] || missing+=(php8.2-fpm)
   [ -x /usr/bin/php8.2 ] || missing+=(php8.2-cli)
   [ -f /usr/share/wordpress/wp-settings.php ] || missing+=(wordpress)
-  { [ -x /usr/bin/php8.2 ] && php8.2 -m 2>/dev/null | grep -qx mysqli; } || missing+=(php8.2-mysql)
+  # grep reads the whole list (`grep -q` would stop at the match; PHP, writing a line at a time, then
+  # dies of SIGPIPE and pipefail calls the module missing: an apt-get for nothing, seen in session 19).
+  { [ -x /usr/bin/php8.2 ] && php8.2 -m 2>/dev/null | grep -x mysqli >/dev/null; } || missing+=(php8.2-mysql)
   [ -x /usr/bin/pebble ] || missing+=(pebble)
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
   { [ -x /usr/bin/ssh ] && [ -x /usr/bin/sftp ]; } || missing+=(openssh-client)
@@ -134,7 +136,7 @@ ensure_web() {
   [ -x /usr/sbin/php-fpm8.2 ] || missing+=(php8.2-fpm)
   [ -x /usr/bin/php8.2 ] || missing+=(php8.2-cli)
   [ -f /usr/share/wordpress/wp-settings.php ] || missing+=(wordpress)
-  php8.2 -m 2>/dev/null | grep -qx mysqli || missing+=(php8.2-mysql)
+  php8.2 -m 2>/dev/null | grep -x mysqli >/dev/null || missing+=(php8.2-mysql)
   [ "${#missing[@]}" -eq 0 ] && return 0
   echo "Installing Debian packages for the local web tier tests: ${missing[*]}"
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
