@@ -322,16 +322,23 @@ describe('local driver web tier (issue 21)', {
     // Short sleeps to a wall-clock end: a reload's signal cuts one sleep short, not the request.
     await fs.writeFile(
       slow,
-      '<?php $end = microtime(true) + 12; while (microtime(true) < $end) usleep(100000); echo "slept";\n',
+      '<?php touch(__DIR__ . "/slow.started"); $end = microtime(true) + 12; while (microtime(true) < $end) usleep(100000); echo "slept";\n',
     );
     await fs.writeFile(quick, '<?php echo "quick";\n');
     execFileSync('chown', [`${userOf(a.w.install.id)}:${userOf(a.w.install.id)}`, slow, quick]);
+    // Served first: right after its provisioning's reload an old nginx worker may close a connection.
+    assert.equal((await until(port, a.cname, (r) => r?.status === 200))?.status, 200);
     const started = Date.now();
     let slowEnded = 0;
     const inFlight = get(port, a.cname, '/slow.php').then((r) => {
       slowEnded = Date.now();
       return r;
     });
+    // In A's PHP before B is provisioned: nginx has read it (a reload then lets it end; one that came
+    // before nginx read it could close its connection unanswered, as for any request then).
+    const marker = path.join(aPublic, 'slow.started');
+    for (let i = 0; i < 100 && !existsSync(marker); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(existsSync(marker), "A's slow request reached its PHP");
     const b = await served();
     assert.equal((await until(port, b.cname, (r) => r?.status === 200))?.status, 200, 'B served');
     const bServed = Date.now();
@@ -394,6 +401,8 @@ foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) 
       "<?php set_time_limit(0); ignore_user_abort(true); file_put_contents(__DIR__ . '/runaway.pid', (string) getmypid()); while (true) usleep(200000);\n",
     );
     execFileSync('chown', [`${userOf(w.install.id)}:${userOf(w.install.id)}`, runaway]);
+    // Served first: right after its provisioning's reload an old nginx worker may close a connection.
+    assert.equal((await until(port, cname, (r) => r?.status === 200))?.status, 200);
     const started = Date.now();
     const answered = await get(port, cname, '/runaway.php');
     const took = Date.now() - started;
@@ -639,7 +648,7 @@ foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) 
   });
 
   // `hostplane worker` is another process on the same database: PostgreSQL only (PGlite is one process's).
-  it("issue 21, decision 251: hostplane worker starts nginx and PHP-FPM when absent, and replaces an earlier version's one master for every pool by one per install; they outlive it and a second start adds no second nginx", {
+  it("issue 21, decisions 251-252: hostplane worker starts nginx and PHP-FPM when absent, replaces an earlier version's one master for every pool by one per install and writes each pool as its settings make it; they outlive it and a second start adds no second nginx", {
     skip: TEST_DB !== 'postgres' && 'a second process needs PostgreSQL',
   }, async () => {
     const { w, cname } = await served();
@@ -684,7 +693,8 @@ foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) 
       ...host.env,
       LOCAL_WEB: 'on',
       HOSTING_HTTP_PORT: String(port),
-      LOCAL_PHP_REQUEST_TIMEOUT_SECONDS: String(PHP_REQUEST_TIMEOUT_SECONDS),
+      // Decision 252: a setting changed since the pools were written: the start writes them again.
+      LOCAL_PHP_REQUEST_TIMEOUT_SECONDS: String(PHP_REQUEST_TIMEOUT_SECONDS + 1),
       DATABASE_URL: t.databaseUrl ?? '',
       DATA_DIR: path.join(host.root, 'worker-data'),
       HOSTPLANE_ADMIN_TOKEN: ADMIN_TOKEN,
@@ -708,6 +718,11 @@ foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) 
       assert.equal(alive(legacyPid), false, "the earlier version's master stopped");
       assert.equal(existsSync(legacyConf), false);
       assert.ok(alive(await pidOf(`php-fpm.${slug}.pid`)), "the install's own master runs");
+      // Decision 252: the pool as the worker's settings make it.
+      assert.match(
+        readFileSync(path.join(web, 'pools', `${slug}.conf`), 'utf8'),
+        new RegExp(`^request_terminate_timeout = ${PHP_REQUEST_TIMEOUT_SECONDS + 1}s$`, 'm'),
+      );
     } finally {
       await stop(first);
     }
