@@ -7,7 +7,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { queryRows } from '../../src/db/client.js';
+import { isAlive, queryRows } from '../../src/db/client.js';
 import { resealSecrets } from '../../src/reseal.js';
 import { createSecretBox } from '../../src/secrets.js';
 import { TEST_DB } from '../support/databases.js';
@@ -415,16 +415,8 @@ foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) 
     );
     const pid = Number(readFileSync(pidFile, 'utf8'));
     assert.ok(pid > 1);
-    const alive = () => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    for (let i = 0; i < 50 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.equal(alive(), false, 'the runaway PHP process is gone');
+    for (let i = 0; i < 50 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(isAlive(pid), false, 'the runaway PHP process is gone');
     assert.equal((await until(port, cname, (r) => r?.status === 200, '/?s=after'))?.status, 200);
   });
 
@@ -672,14 +664,6 @@ foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) 
     execFileSync('/usr/sbin/php-fpm8.2', ['-y', legacyConf]);
     const legacyPid = await pidOf('php-fpm.pid');
     assert.ok(legacyPid > 1, "the earlier version's master started");
-    const alive = (pid: number) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
     const nginxMasters = async () => {
       let n = 0;
       for (const pid of await fs.readdir('/proc')) {
@@ -715,9 +699,9 @@ foreach ($all as $f) { if (str_starts_with($f, ${JSON.stringify(`${bRoot}/`)})) 
     try {
       assert.equal((await until(port, cname, (r) => r?.status === 200))?.status, 200);
       // The earlier master is gone with its file; the install's own serves.
-      assert.equal(alive(legacyPid), false, "the earlier version's master stopped");
+      assert.equal(isAlive(legacyPid), false, "the earlier version's master stopped");
       assert.equal(existsSync(legacyConf), false);
-      assert.ok(alive(await pidOf(`php-fpm.${slug}.pid`)), "the install's own master runs");
+      assert.ok(isAlive(await pidOf(`php-fpm.${slug}.pid`)), "the install's own master runs");
       // Decision 252: the pool as the worker's settings make it.
       assert.match(
         readFileSync(path.join(web, 'pools', `${slug}.conf`), 'utf8'),

@@ -21,9 +21,9 @@ export function freePort(): Promise<number> {
 export const userOf = (installId: string) => `hp${installId.replace(/-/g, '').slice(0, 30)}`;
 
 /**
- * Stops what a web-tier test file started: nginx and the PHP-FPM masters of its HOSTING_ROOT/web (by their pid
- * files, gracefully) and the system users of the installs it made; the caller then removes the rest
- * (`localHosting().cleanup()`).
+ * Stops what a web-tier test file started: nginx and the PHP-FPM masters of its HOSTING_ROOT/web
+ * (by their pid files, gracefully) and the system users of the installs it made; the caller then
+ * removes the rest (`localHosting().cleanup()`).
  */
 export async function stopWebTier(webDir: string, installIds: Iterable<string>): Promise<void> {
   // nginx's master and every PHP-FPM master (one per install, decision 251).

@@ -101,7 +101,7 @@ const SLUG = /^hp_[0-9a-f]{32}$/;
  * request, and a master that died took every site down). A master started by an earlier version (one
  * for all pools: run/php-fpm.pid, php-fpm.conf) is stopped at the next start and replaced.
  */
-export function fpmFiles(paths: WebPaths, slug: string) {
+function fpmFiles(paths: WebPaths, slug: string) {
   if (!SLUG.test(slug)) throw new Error(`not an install slug: ${slug}`);
   return {
     pool: path.join(paths.pools, `${slug}.conf`),
@@ -112,7 +112,7 @@ export function fpmFiles(paths: WebPaths, slug: string) {
 }
 
 /** The slugs whose master's pid file is in run/ (any left by an install since removed included). */
-export async function fpmMasterSlugs(paths: WebPaths): Promise<string[]> {
+async function fpmMasterSlugs(paths: WebPaths): Promise<string[]> {
   const names = await fs.readdir(paths.run).catch(() => [] as string[]);
   return names.map((n) => /^php-fpm\.(hp_[0-9a-f]{32})\.pid$/.exec(n)?.[1]).filter((s): s is string => !!s);
 }
@@ -171,6 +171,13 @@ include = ${configPath(pool)}
 
   const read = (file: string) => fs.readFile(file, 'utf8').catch(() => null);
 
+  /** The installs that have a pool here (pools/<slug>.conf), sorted. */
+  const poolSlugs = async () =>
+    (await fs.readdir(paths.pools).catch(() => [] as string[]))
+      .map((n) => /^(hp_[0-9a-f]{32})\.conf$/.exec(n)?.[1])
+      .filter((s): s is string => !!s)
+      .sort();
+
   /** Writes a file whole (temp file, rename). */
   async function writeWhole(file: string, text: string) {
     const temp = path.join(path.dirname(file), `.${path.basename(file)}.tmp`);
@@ -211,10 +218,7 @@ include = ${configPath(pool)}
    */
   async function startAll(): Promise<string[]> {
     const started: string[] = [];
-    const names = await fs.readdir(paths.pools).catch(() => [] as string[]);
-    for (const name of names.sort()) {
-      const slug = /^(hp_[0-9a-f]{32})\.conf$/.exec(name)?.[1];
-      if (!slug) continue;
+    for (const slug of await poolSlugs()) {
       const f = fpmFiles(paths, slug);
       const socket = /^listen = (\/\S+)$/m.exec((await read(f.pool)) ?? '')?.[1];
       if (await livePid(f.pid)) {
@@ -292,13 +296,6 @@ include = ${configPath(pool)}
       }),
 
     /** The installs that have a pool here (their slugs). */
-    slugs: async () =>
-      (await fs.readdir(paths.pools).catch(() => [] as string[]))
-        .map((n) => /^(hp_[0-9a-f]{32})\.conf$/.exec(n)?.[1])
-        .filter((s): s is string => !!s)
-        .sort(),
-
-    /** Whether the install's master runs. */
-    running: async (slug: string) => (await livePid(fpmFiles(paths, slug).pid)) !== null,
+    slugs: poolSlugs,
   };
 }

@@ -499,11 +499,9 @@ export function createWebTier(ctx: { db: Db; hostingRoot: string; mariadb: Maria
       const names = await fs.readdir(paths.logs).catch(() => [] as string[]);
       let stored = 0;
       for (const name of names) {
-        const m = /^hp_([0-9a-f]{8})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{12})\.access\.log$/.exec(
-          name,
-        );
-        if (!m) continue;
-        const installId = m.slice(1).join('-');
+        const slug = /^(hp_[0-9a-f]{32})\.access\.log$/.exec(name)?.[1];
+        if (!slug) continue;
+        const installId = installIdOfSlug(slug);
         const days = await rollLog(
           path.join(paths.logs, name),
           (d) => store(installId, d),
