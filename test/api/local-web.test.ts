@@ -214,6 +214,14 @@ describe('local driver web tier (issue 21)', {
     assert.equal(existsSync(path.join(web, 'sites', `${slugOf(w.install.id)}.conf`)), false);
     assert.equal(existsSync(path.join(web, 'pools', `${slugOf(w.install.id)}.conf`)), false);
     assert.throws(() => execFileSync('id', ['-u', userOf(w.install.id)], { stdio: 'ignore' }));
+    // Its group too (nginx's user is a member of it, so userdel left it: one system GID lost per
+    // install deleted, until useradd found none left).
+    assert.equal(
+      readFileSync('/etc/group', 'utf8')
+        .split('\n')
+        .some((line) => line.startsWith(`${userOf(w.install.id)}:`)),
+      false,
+    );
   });
 
   it("issue 21: the owner's WordPress administrator: its password is shown once (the owner's first read of the provisioning), logs into WordPress, is sealed until then and never stored in clear", async () => {

@@ -49,9 +49,15 @@ export async function stopWebTier(webDir: string, installIds: Iterable<string>):
     }
   }
   for (const id of ids) {
-    try {
-      execFileSync('userdel', [userOf(id)], { stdio: 'ignore' });
-    } catch {}
+    // Its group too: userdel leaves it while nginx's user is a member (as wordpress.ts removeUser does).
+    for (const [tool, name] of [
+      ['userdel', userOf(id)],
+      ['groupdel', userOf(id)],
+    ]) {
+      try {
+        execFileSync(tool as string, [name as string], { stdio: 'ignore' });
+      } catch {}
+    }
   }
   await new Promise((r) => setTimeout(r, 300));
 }

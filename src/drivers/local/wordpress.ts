@@ -348,8 +348,21 @@ export async function processesOf(uid: number): Promise<number[]> {
  * user lives (a cron run, a shell a plugin left, a pool child): the caller stops its pool first, then
  * what remains of the uid is killed (SIGKILL, again until none is left: a process may fork meanwhile).
  */
+/**
+ * The install's own group (`useradd --user-group`), which `userdel` leaves while nginx's user is a
+ * member of it: removed, so that deleted installs give their system GID back (Debian has 900; each
+ * install deleted kept one until `useradd` found none). Only a name of an install user's shape.
+ */
+async function removeGroup(user: string, signal: AbortSignal) {
+  if (!/^hp[0-9a-f]{30}$/.test(user)) return;
+  const groups = await fs.readFile('/etc/group', 'utf8').catch(() => '');
+  if (!groups.split('\n').some((line) => line.startsWith(`${user}:`))) return;
+  await run('groupdel', [user], { signal, env: TOOL_ENV });
+}
+
 export async function removeUser(user: string, signal: AbortSignal) {
-  if (!(await userExists(user))) return;
+  // A user removed by an earlier version may have left its group.
+  if (!(await userExists(user))) return removeGroup(user, signal);
   const { uid } = await idsOf(user, signal);
   if (uid === 0) throw new Error(`refusing to remove ${user}: uid 0`);
   // Issue 30 (decision #197): a process in another network namespace is another hosting server's
@@ -378,6 +391,7 @@ export async function removeUser(user: string, signal: AbortSignal) {
       await run('userdel', ['--force', name], { signal, env: TOOL_ENV });
   }
   await run('userdel', [user], { signal, env: TOOL_ENV });
+  await removeGroup(user, signal);
 }
 
 /**
